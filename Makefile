@@ -1,0 +1,37 @@
+# The course's commands. `make demo` and `make test` set up what they need first.
+SHELL := /bin/bash
+# nbgrader runs `alembic` from PATH: the environment's bin/ must come first.
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+PY := .venv/bin/python
+
+.PHONY: demo test quick setup setup-test generate lab grade bench lint
+
+demo: setup            ## set up, then grade the bundled demo class end to end
+	$(PY) -m autograder demo
+
+test: setup-test       ## set up, then run the whole test suite (what CI runs)
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+quick: setup-test      ## the fast tests only, for while you work
+	$(PY) -m pytest -n 2 -m "not slow"
+
+setup:
+	scripts/setup
+
+setup-test:
+	scripts/setup --test
+
+generate: setup        ## rebuild notebooks/ and solutions/ from source/
+	$(PY) -m autograder generate
+
+lab: setup             ## JupyterLab for students, on notebooks/
+	$(PY) -m autograder lab
+
+grade: setup           ## grade everything submitted (see README: Grading)
+	$(PY) -m autograder grade
+
+bench: setup-test      ## benchmarks (ratios against peers measured in the same run)
+	$(PY) benchmarks/engine_vs_micrograd.py
+
+lint: setup-test
+	$(PY) -m ruff check .
