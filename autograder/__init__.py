@@ -1,0 +1,1 @@
+"""Grading and publishing tools for the course; run ``python -m autograder --help``."""

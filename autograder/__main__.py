@@ -1,0 +1,51 @@
+"""``python -m autograder <command>``: the course's instructor commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .generate import generate
+
+    generate(args.assignments or None, solutions=not args.no_solutions)
+    return 0
+
+
+def _check_generated(args: argparse.Namespace) -> int:
+    from .generate import check_generated
+
+    problems = check_generated(args.assignments or None)
+    for line in problems:
+        print(f"stale: {line}")
+    if problems:
+        print("run `make generate` (python -m autograder generate) and commit the result")
+        return 1
+    print("notebooks/ and solutions/ are up to date with source/")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("generate", help="rebuild notebooks/ and solutions/ from source/")
+    p.add_argument("assignments", nargs="*", help="only these (default: all)")
+    p.add_argument("--no-solutions", action="store_true", help="only the student versions")
+    p.set_defaults(run=_generate)
+
+    p = sub.add_parser("check-generated", help="exit 1 if notebooks/ or solutions/ is stale")
+    p.add_argument("assignments", nargs="*", help="only these (default: all)")
+    p.set_defaults(run=_check_generated)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""nbgrader configuration for the course; run nbgrader commands from this folder.
+
+source/<assignment>/   instructor notebooks (solutions + hidden tests), written by hand
+notebooks/<assignment>/ student versions, made by `nbgrader generate_assignment`
+submitted/, autograded/, feedback/, gradebook.db: a class's grading state (not in git)
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+c.CourseDirectory.root = COURSE_ROOT
+c.CourseDirectory.course_id = "autograd-from-scratch"
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "notebooks"
+
+# Every grading kernel first runs autograder/kernel_startup.py, which gives hidden tests
+# `load_grader()`: the grading helpers and the reference engine, loaded from this folder by
+# absolute path, never from the submission folder or from sys.modules.
+c.Execute.extra_arguments = [
+    "--HistoryManager.hist_file=:memory:",
+    f"--IPKernelApp.exec_files={[os.path.join(COURSE_ROOT, 'autograder', 'kernel_startup.py')]!r}",
+]
+c.Execute.timeout = 60  # seconds per cell
+c.Execute.interrupt_on_timeout = True
+
+# Autograde copies every non-notebook file of source/<assignment>/ over the submission
+# (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -1,0 +1,210 @@
+"""Helpers for the course notebooks: the visible checks, and drawing a graph of Values.
+
+Every lesson folder has this file beside its notebook. A check either returns quietly or
+stops with one plain sentence saying what is wrong: which expression, what was expected,
+what your engine gave.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+__all__ = [
+    "CheckFailed",
+    "call",
+    "check",
+    "check_close",
+    "draw_graph",
+    "expect",
+    "graph_nodes",
+    "passed",
+    "run_closures",
+]
+
+
+class CheckFailed(AssertionError):
+    """A visible check that did not pass. Jupyter shows just its message."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython prints these lines, no traceback
+        return [f"✗ {line}" if i == 0 else f"  {line}" for i, line in enumerate(_lines(self))]
+
+
+def _lines(exc: BaseException) -> list[str]:
+    return str(exc).splitlines() or [type(exc).__name__]
+
+
+def _num(x: object) -> str:
+    if isinstance(x, float) and math.isfinite(x):
+        return f"{x:.6g}"
+    return repr(x) if len(repr(x)) < 40 else repr(x)[:37] + "..."
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, NotImplementedError):
+        return "NotImplementedError (fill in the exercise above)"
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def expect(condition: object, message: str) -> None:
+    """Stop with ``message`` unless ``condition`` is true."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+def is_close(got: object, expected: float, tol: float = 1e-6) -> bool:
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return False
+    if math.isnan(expected):
+        return math.isnan(got)
+    if math.isinf(expected) or math.isinf(got):
+        return got == expected
+    return abs(got - expected) <= tol * max(1.0, abs(expected))
+
+
+def check_close(what: str, got: object, expected: float, tol: float = 1e-6) -> None:
+    """Stop unless ``got`` is within ``tol`` (relative) of ``expected``."""
+    expect(is_close(got, expected, tol), f"{what}: expected {_num(expected)}, got {_num(got)}.")
+
+
+def call(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)``, but an exception becomes one line naming ``fn``."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        name = getattr(fn, "__name__", "your function")
+        raise CheckFailed(f"{name} raised {_error(exc)}") from None
+
+
+def passed(what: str) -> None:
+    """The success line of a visible test."""
+    print(f"✓ {what}: the visible checks pass.")
+
+
+# ---- backpropagation without backward() (lesson 1) -------------------------------------
+
+
+def graph_nodes(root) -> list:
+    """Every node that ``root`` depends on, through ``_prev``, each after its parents."""
+    order: list = []
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            for parent in getattr(node, "_prev", ()) or ():
+                if id(parent) not in seen:
+                    stack.append((parent, False))
+    return order
+
+
+def run_closures(root, seed: float = 1.0) -> None:
+    """Set ``root.grad = seed``, then call every node's ``_backward()``, outputs first.
+
+    This is what ``backward()`` will do once you write it in lesson 2.
+    """
+    root.grad = seed
+    for node in reversed(graph_nodes(root)):
+        fn = getattr(node, "_backward", None)
+        if callable(fn):
+            fn()
+
+
+def _backpropagate(root) -> None:
+    """The student's ``backward()`` if the class has one yet, else the closures."""
+    if callable(getattr(type(root), "backward", None)):
+        root.backward()
+    else:
+        run_closures(root)
+
+
+# ---- one check for an expression -------------------------------------------------------
+
+
+def check(
+    Value: type,
+    expression: str,
+    inputs: Mapping[str, float],
+    data: float,
+    grads: Mapping[str, float] | None = None,
+    backprop: Callable | None = None,
+) -> None:
+    """Build ``expression`` from Values named in ``inputs`` and check it.
+
+    Checks the output's ``data``, then backpropagates (your ``backward()`` if Value has
+    one, otherwise each node's ``_backward``) and checks the gradients named in ``grads``.
+    Example: ``check(Value, "a * b", {"a": 2.0, "b": -3.0}, data=-6.0,
+    grads={"a": -3.0, "b": 2.0})``.
+    """
+    try:
+        names = {k: Value(v) for k, v in inputs.items()}
+    except Exception as exc:
+        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+    where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
+    try:
+        out = eval(expression, {"math": math}, dict(names))
+    except Exception as exc:
+        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+    got = getattr(out, "data", out)
+    expect(
+        is_close(got, data),
+        f"{expression} at {where}: expected data {_num(data)}, got {_num(got)}.",
+    )
+    if not grads:
+        return
+    try:
+        (backprop or _backpropagate)(out)
+    except Exception as exc:
+        raise CheckFailed(f"backpropagating {expression} raised {_error(exc)}") from None
+    for name, want in grads.items():
+        g = names[name].grad
+        expect(
+            is_close(g, want),
+            f"d({expression})/d{name} at {where}: expected {_num(want)}, got {_num(g)}.",
+        )
+
+
+# ---- drawing ---------------------------------------------------------------------------
+
+DOT_MISSING = (
+    "Drawing needs Graphviz's `dot` program, which is not installed.\n"
+    "Install it, then run this cell again:\n"
+    "  Debian/Ubuntu: sudo apt-get install graphviz   macOS: brew install graphviz\n"
+    "  conda: conda install -c conda-forge graphviz"
+)
+
+
+def draw_graph(root, rankdir: str = "LR"):
+    """Draw every node ``root`` depends on: a box per Value (label, data, grad) and a
+    circle per operation. Returns an SVG that Jupyter shows inline."""
+    try:
+        import graphviz
+    except ImportError:
+        print("Drawing needs the graphviz Python package: pip install graphviz")
+        return None
+    dot = graphviz.Digraph(graph_attr={"rankdir": rankdir}, node_attr={"fontsize": "11"})
+    for node in graph_nodes(root):
+        uid = str(id(node))
+        label = getattr(node, "label", "") or ""
+        text = f"{label} | " if label else ""
+        text += f"data {_num(float(node.data))} | grad {_num(float(node.grad))}"
+        dot.node(uid, "{ " + text + " }", shape="record")
+        op = getattr(node, "_op", "")
+        if op:
+            dot.node(uid + op, op, shape="circle", width="0.3")
+            dot.edge(uid + op, uid)
+        for parent in getattr(node, "_prev", ()) or ():
+            dot.edge(str(id(parent)), uid + op if op else uid)
+    try:
+        svg = dot.pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
+        print(DOT_MISSING)
+        return None
+    from IPython.display import SVG
+
+    return SVG(svg)
