@@ -219,7 +219,7 @@ def _safe(op: str, values: Sequence[float], exponent: float | None = None) -> bo
     if op == "**":
         if exponent is not None and not float(exponent).is_integer():
             return x >= 0.2
-        return abs(x) >= 0.25 or exponent > 0
+        return abs(x) >= 0.25  # at 0 the slope of x**n is 0, inf or undefined
     if op in ("log", "sqrt"):
         return x >= 0.2
     if op == "exp":

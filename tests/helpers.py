@@ -1,0 +1,209 @@
+"""Shared test tools: run notebooks' cells in-process, make buggy variants of a solution,
+and grade submissions with real nbgrader in a scratch copy of the course."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "source"
+NOTEBOOKS = ROOT / "notebooks"
+SOLUTIONS = ROOT / "solutions"
+STARTUP = ROOT / "autograder" / "kernel_startup.py"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def notebook_path(folder: Path, assignment: str) -> Path:
+    (path,) = sorted((folder / assignment).glob("*.ipynb"))
+    return path
+
+
+def read(folder: Path, assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(notebook_path(folder, assignment), as_version=4)
+
+
+def grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def is_test_cell(cell) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("grade"))
+
+
+def mutate(nb: nbformat.NotebookNode, old: str, new: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with ``old`` replaced by ``new`` in the one cell that contains it."""
+    nb = nbformat.from_dict(nb)
+    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+    assert len(hits) == 1, f"{old!r} is in {len(hits)} code cells, expected exactly 1"
+    assert hits[0].source.count(old) == 1, f"{old!r} occurs more than once in its cell"
+    hits[0].source = hits[0].source.replace(old, new)
+    return nb
+
+
+def load_grader_function():
+    """``load_grader`` exactly as grading kernels get it from kernel_startup.py."""
+    namespace = {"__file__": str(STARTUP)}
+    exec(STARTUP.read_text(), namespace)
+    return namespace["load_grader"]
+
+
+class CellFailed(Exception):
+    def __init__(self, cell_id: str | None, error: BaseException):
+        super().__init__(f"cell {cell_id}: {type(error).__name__}: {error}")
+        self.cell_id = cell_id
+        self.error = error
+
+
+def run_cells(
+    nb: nbformat.NotebookNode,
+    assignment: str,
+    *,
+    until: str | None = None,
+    tests: bool = True,
+    namespace: dict | None = None,
+) -> dict:
+    """Execute ``nb``'s code cells in this process, with the assignment's folder first on
+    sys.path (for coursekit) and ``load_grader`` defined, as in a grading kernel.
+
+    Stops after the cell whose grade id is ``until``; skips test cells if ``tests`` is
+    False. Raises CellFailed for the first cell that raises. Output is swallowed.
+    """
+    ns = {"load_grader": load_grader_function(), "__name__": "__main__"}
+    ns.update(namespace or {})
+    folder = str(SOURCE / assignment)
+    sys.path.insert(0, folder)
+    sys.modules.pop("coursekit", None)
+    try:
+        for cell in nb.cells:
+            if cell.cell_type != "code" or (not tests and is_test_cell(cell)):
+                continue
+            source = "\n".join(
+                line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+            )
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(source, f"<cell {grade_id(cell)}>", "exec"), ns)
+            except Exception as exc:
+                raise CellFailed(grade_id(cell), exc) from exc
+            if until is not None and grade_id(cell) == until:
+                break
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("coursekit", None)
+    return ns
+
+
+def failing_cells(nb: nbformat.NotebookNode, assignment: str) -> dict[str, str]:
+    """Run every cell, carrying on past failures: {grade id of failed test cell: message}.
+
+    A failing non-test cell (say a stub that raises at definition time) is reported too,
+    under its grade id or its position.
+    """
+    ns = {"load_grader": load_grader_function(), "__name__": "__main__"}
+    failed: dict[str, str] = {}
+    folder = str(SOURCE / assignment)
+    sys.path.insert(0, folder)
+    sys.modules.pop("coursekit", None)
+    try:
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(cell.source, f"<cell {i}>", "exec"), ns)
+            except Exception as exc:
+                failed[grade_id(cell) or f"cell {i}"] = str(exc)
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("coursekit", None)
+    return failed
+
+
+# ---- real nbgrader in a scratch course ---------------------------------------------------
+
+
+class ScratchCourse:
+    """A copy of the course (source/, autograder/, nbgrader_config.py) in ``path``, where
+    nbgrader commands run for real. Links are copied as files, as nbgrader would."""
+
+    def __init__(self, path: Path, assignments: list[str] | None = None):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "nbgrader_config.py", path / "nbgrader_config.py")
+        shutil.copytree(ROOT / "autograder", path / "autograder", ignore=_pycache)
+        keep = set(assignments) if assignments else None
+        shutil.copytree(
+            SOURCE,
+            path / "source",
+            ignore=lambda d, names: [
+                n for n in names if d == str(SOURCE) and keep is not None
+                and not n.startswith(".") and n not in keep
+            ] + _pycache(d, names),
+        )
+        self.released: set[str] = set()
+
+    def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
+        proc = subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args],
+            cwd=self.path, env=env, capture_output=True, text=True, timeout=900,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+        return proc
+
+    def release(self, assignment: str) -> Path:
+        """Run generate_assignment (which also records the cells in the gradebook)."""
+        if assignment not in self.released:
+            self.nbgrader("generate_assignment", assignment, "--force")
+            self.released.add(assignment)
+        return self.path / "notebooks" / assignment
+
+    def submit(self, student: str, assignment: str, nb: nbformat.NotebookNode) -> None:
+        folder = self.path / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        name = notebook_path(SOURCE, assignment).name
+        nbformat.write(nb, folder / name)
+
+    def autograde(self, assignment: str) -> dict[str, dict[str, float]]:
+        """Autograde every submission: {student: {test cell grade id: score}}."""
+        self.release(assignment)
+        self.nbgrader("autograde", assignment, "--force")
+        return self.scores(assignment)
+
+    def scores(self, assignment: str) -> dict[str, dict[str, float]]:
+        from nbgrader.api import Gradebook
+
+        result: dict[str, dict[str, float]] = {}
+        with Gradebook(f"sqlite:///{self.path / 'gradebook.db'}") as gb:
+            for sub in gb.assignment_submissions(assignment):
+                cells = {}
+                for nb in sub.notebooks:
+                    for grade in nb.grades:
+                        if grade.cell.max_score:
+                            cells[grade.name] = grade.score
+                result[sub.student.id] = cells
+        return result
+
+    def max_scores(self, assignment: str) -> dict[str, float]:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{self.path / 'gradebook.db'}") as gb:
+            a = gb.find_assignment(assignment)
+            return {c.name: c.max_score for nb in a.notebooks for c in nb.grade_cells}
+
+    def autograded(self, student: str, assignment: str) -> nbformat.NotebookNode:
+        folder = self.path / "autograded" / student / assignment
+        return nbformat.read(notebook_path(folder.parent, assignment), as_version=4)
+
+
+def _pycache(directory: str, names: list[str]) -> list[str]:
+    return [n for n in names if n in ("__pycache__", ".ipynb_checkpoints")]

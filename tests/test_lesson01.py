@@ -1,0 +1,131 @@
+"""Lesson 01 (the Value node): the hidden tests pass correct work, written any way, and
+catch the classic bugs, each in the cell that grades the broken exercise."""
+
+import pytest
+from helpers import SOURCE, ScratchCourse, failing_cells, mutate, read
+
+A = "01_value"
+ADD, HAND, ARITH, REFL = (
+    "value_test_add_mul",
+    "value_test_hand_backprop",
+    "value_test_arithmetic",
+    "value_test_reflected",
+)
+
+# (description, old text, new text, the test cells that must fail)
+BUGS = [
+    ("= instead of += in __add__", "self.grad += 1.0 * out.grad", "self.grad = 1.0 * out.grad",
+     {ADD, ARITH, REFL}),
+    ("no * out.grad in __mul__", "self.grad += other.data * out.grad",
+     "self.grad += other.data", {ADD, ARITH, REFL}),
+    ("__mul__ gradients swapped", "self.grad += other.data * out.grad",
+     "self.grad += self.data * out.grad", {ADD, ARITH, REFL}),
+    ("one parent missing from _prev", 'out = Value(self.data + other.data, (self, other), "+")',
+     'out = Value(self.data + other.data, (self,), "+")', {ADD, ARITH, REFL}),
+    ("power rule n * x**n", "self.grad += n * self.data ** (n - 1) * out.grad",
+     "self.grad += n * self.data**n * out.grad", {ARITH, REFL}),  # 1 / a uses ** here
+    ("power rule without * out.grad", "self.grad += n * self.data ** (n - 1) * out.grad",
+     "self.grad += n * self.data ** (n - 1)", {ARITH, REFL}),
+    ("__rsub__ operands swapped", "return Value(other) - self", "return self - other", {REFL}),
+    ("__rtruediv__ operands swapped", "return Value(other) / self", "return self / other",
+     {REFL}),
+    ("hand backprop: dL/dn missing the 2", "g.n.grad = 2 * g.n.data * g.L.grad",
+     "g.n.grad = g.n.data * g.L.grad", {HAND}),
+]
+
+# Correct, but not written the way the solution is: every one must keep full marks.
+VARIANTS = [
+    ("_prev as a tuple", "self._prev = set(_children)", "self._prev = tuple(_children)"),
+    ("_prev as a list", "self._prev = set(_children)", "self._prev = list(_children)"),
+    ("other op labels", '(self, other), "+")', '(self, other), "add")'),
+    ("__sub__ with its own closure", "    return self + (-other)\n", """\
+    other = other if isinstance(other, Value) else Value(other)
+    out = Value(self.data - other.data, (self, other), "-")
+
+    def _backward():
+        self.grad += out.grad
+        other.grad -= out.grad
+
+    out._backward = _backward
+    return out
+"""),
+    ("__truediv__ by the quotient rule", "    return self * other**-1\n", """\
+    other = other if isinstance(other, Value) else Value(other)
+    out = Value(self.data / other.data, (self, other), "/")
+
+    def _backward():
+        self.grad += out.grad / other.data
+        other.grad += -self.data / other.data**2 * out.grad
+
+    out._backward = _backward
+    return out
+"""),
+    ("power rule through out.data", "self.grad += n * self.data ** (n - 1) * out.grad",
+     "self.grad += n * out.data / self.data * out.grad"),
+    ("__rsub__ as -self + other", "return Value(other) - self", "return -self + other"),
+    ("__rtruediv__ via **-1", "return Value(other) / self", "return self**-1 * other"),
+    ("hand backprop in another order", "g.s.grad = g.n.grad\n    g.b.grad = g.n.grad",
+     "g.b.grad = g.n.grad\n    g.s.grad = 1.0 * g.n.grad"),
+]
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return read(SOURCE, A)
+
+
+def test_solution_passes_every_check(solution):
+    assert failing_cells(solution, A) == {}
+
+
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+def test_hidden_tests_catch_bug(solution, name, old, new, cells):
+    failed = failing_cells(mutate(solution, old, new), A)
+    assert set(failed) == cells, failed
+    for message in failed.values():
+        assert all(len(line) < 90 for line in message.splitlines()), message
+
+
+def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
+    numbers = """    g.n.grad, g.s.grad, g.b.grad, g.x1w1.grad, g.x2w2.grad = 1.0, 1.0, 1.0, 1.0, 1.0
+    g.x1.grad, g.w1.grad, g.x2.grad, g.w2.grad = -3.0, 2.0, 1.0, 0.0
+"""
+    cell = next(c for c in solution.cells if "def backprop_by_hand" in c.source)
+    body = cell.source[cell.source.index("    ### BEGIN SOLUTION") :]
+    failed = failing_cells(mutate(solution, body, numbers), A)
+    assert set(failed) == {HAND}
+    assert failed[HAND].startswith(("w1.grad", "x1.grad", "x2.grad", "w2.grad", "n.grad"))
+
+
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_hidden_tests_accept_correct_variant(solution, name, old, new):
+    assert failing_cells(mutate(solution, old, new), A) == {}
+
+
+def test_blank_notebook_fails_each_check_with_one_line():
+    from helpers import NOTEBOOKS
+
+    failed = failing_cells(read(NOTEBOOKS, A), A)
+    assert {ADD, HAND, ARITH, REFL} <= set(failed)
+    for cell in (ADD, HAND, ARITH, REFL):
+        message = failed[cell]
+        assert len(message.splitlines()) == 1 and len(message) < 90, message
+        assert "NotImplementedError" in message
+
+
+@pytest.mark.slow
+def test_nbgrader_grades_lesson01(tmp_path):
+    course = ScratchCourse(tmp_path, [A])
+    solution = read(SOURCE, A)
+    course.release(A)
+    blank = read(course.path / "notebooks", A)
+    course.submit("perfect", A, solution)
+    course.submit("blank", A, blank)
+    course.submit("rsub_swapped", A, mutate(solution, *BUGS[6][1:3]))
+    course.submit("tuple_prev", A, mutate(solution, *VARIANTS[0][1:3]))
+    scores = course.autograde(A)
+    full = course.max_scores(A)
+    assert scores["perfect"] == full
+    assert scores["tuple_prev"] == full
+    assert set(scores["blank"].values()) == {0.0}
+    assert scores["rsub_swapped"] == {**full, REFL: 0.0}
