@@ -28,7 +28,7 @@ MAX_LINE = 88  # nbgrader validate cuts output lines at 90 characters
 
 def _load_reference():
     here = os.path.dirname(os.path.abspath(__file__))
-    folder = os.path.join(here, "..", "..", "source", ".reference", "refgrad")
+    folder = os.path.normpath(os.path.join(here, "..", "..", "source", ".reference", "refgrad"))
     name = f"_refgrad_{secrets.token_hex(8)}"
     spec = importlib.util.spec_from_file_location(
         name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
@@ -55,8 +55,10 @@ ref, ref_nn = _load_reference()
 RefValue = ref.Value
 # The course's own copy of the students' helper module (never the submission's copy).
 kit = _load_file(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "source", ".shared",
-                 "coursekit.py")
+    os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "source", ".shared",
+                     "coursekit.py")
+    )
 )
 
 

@@ -1,0 +1,199 @@
+"""The course as a whole: source/ -> notebooks/ + solutions/ stays in step, nothing secret
+is released, and hidden tests cannot be spoofed by what a student plants."""
+
+import json
+import re
+import sys
+import types
+
+import nbformat
+import pytest
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell, load_grader_function
+
+from autograder.course import assignments
+
+ASSIGNMENTS = assignments()
+SECRET_MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
+
+
+def test_course_has_assignments_in_order():
+    assert ASSIGNMENTS[0] == "01_value"
+    assert all(re.fullmatch(r"\d\d_[a-z_]+", a) for a in ASSIGNMENTS), ASSIGNMENTS
+    assert ASSIGNMENTS == sorted(ASSIGNMENTS)
+
+
+def test_reference_engine_is_not_an_nbgrader_assignment():
+    from autograder.course import nbgrader_api
+
+    api = nbgrader_api(db_url="sqlite:///:memory:")
+    listed = set(api.get_source_assignments())
+    assert listed == set(ASSIGNMENTS)
+    assert not any("reference" in a or "shared" in a for a in listed)
+
+
+def test_generated_folders_are_up_to_date():
+    from autograder.generate import check_generated
+
+    problems = check_generated()
+    assert problems == [], "\n".join(problems) + "\nrun: make generate"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_folder_holds_only_what_students_need(assignment):
+    names = sorted(p.name for p in (SOURCE / assignment).iterdir() if p.name != "__pycache__")
+    notebooks = [n for n in names if n.endswith(".ipynb")]
+    assert len(notebooks) == 1, names
+    assert sorted(set(names) - set(notebooks)) == ["coursekit.py"], names
+    link = SOURCE / assignment / "coursekit.py"
+    assert link.is_symlink() and link.resolve() == (SOURCE / ".shared" / "coursekit.py")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_notebooks_have_no_outputs(assignment):
+    for path in (SOURCE / assignment).glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, path.name
+
+
+def test_nothing_secret_reaches_notebooks():
+    for path in NOTEBOOKS.rglob("*"):
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        assert not SECRET_MARKERS.search(text), f"{path}: solution or hidden-test marker"
+        assert "load_grader" not in text, f"{path}: hidden test code"
+        assert "refgrad" not in text, f"{path}: mentions the reference engine"
+        assert not path.name.startswith("refgrad")
+
+
+def test_no_hidden_tests_or_reference_in_solutions():
+    for path in SOLUTIONS.rglob("*.ipynb"):
+        text = path.read_text()
+        assert "HIDDEN TESTS" not in text and "load_grader" not in text, path
+        assert "refgrad" not in text, path
+
+
+def _test_cell_outputs():
+    for path in sorted(SOLUTIONS.rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_test_cell(cell):
+                yield path, cell
+
+
+def test_solutions_are_executed_without_errors():
+    for path in sorted(SOLUTIONS.rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), f"{path} was not executed"
+        errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+        assert errors == [], f"{path}: {errors[0].ename}: {errors[0].evalue}"
+
+
+def test_test_cells_print_short_lines_and_nothing_to_stderr():
+    seen = 0
+    for path, cell in _test_cell_outputs():
+        seen += 1
+        for out in cell.outputs:
+            assert not (out.output_type == "stream" and out.name == "stderr"), (
+                f"{path}: a test cell wrote to stderr: {out.text[:200]}"
+            )
+            text = out.get("text", "") or json.dumps(out.get("data", {}).get("text/plain", ""))
+            for line in str(text).splitlines():
+                assert len(line) < 90, f"{path}: output line of {len(line)} chars: {line}"
+    assert seen
+
+
+def test_every_test_cell_reads_like_a_check():
+    for assignment in ASSIGNMENTS:
+        nb = nbformat.read(next((SOURCE / assignment).glob("*.ipynb")), as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_test_cell(cell):
+                assert cell.source.startswith('"""'), f"{assignment}: {cell.source[:60]}"
+                assert max(len(line) for line in cell.source.splitlines()) < 100
+
+
+# ---- the grader cannot be spoofed from the submission side ------------------------------
+
+
+def test_load_grader_ignores_planted_modules(tmp_path, monkeypatch):
+    """A submission folder first on sys.path, with look-alike files, and fake entries in
+    sys.modules, change nothing: the grader and reference come from the course folder."""
+    for name in ("refgrad", "autograder", "coursekit", "common", "hidden"):
+        (tmp_path / f"{name}.py").write_text("raise SystemExit('planted module was imported')\n")
+    (tmp_path / "refgrad").mkdir()
+    (tmp_path / "refgrad" / "__init__.py").write_text("Value = None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake = types.ModuleType("refgrad")
+    fake.Value = None
+    for name in ("refgrad", "refgrad.engine", "autograder.hidden", "autograder.hidden.common"):
+        monkeypatch.setitem(sys.modules, name, fake)
+
+    grader = load_grader_function()("lesson01")
+    engine_file = grader.RefValue.backward.__code__.co_filename
+    assert engine_file == str(SOURCE / ".reference" / "refgrad" / "engine.py")
+    assert grader.add_mul.__code__.co_filename.startswith(str(ROOT / "autograder" / "hidden"))
+    assert "_grader_" in grader.__name__
+    assert not any(k.startswith(("_grader_", "_refgrad_")) for k in sys.modules)
+
+
+def test_patching_a_loaded_grader_does_not_carry_over():
+    """A student who patches the comparison functions of one loaded grader gets nothing:
+    every hidden cell loads a fresh one."""
+    load_grader = load_grader_function()
+
+    class Broken:  # a + b that forgets b's gradient
+        def __init__(self, data, _children=()):
+            self.data, self.grad, self._prev = float(data), 0.0, tuple(_children)
+            self._backward = lambda: None
+
+        def __add__(self, other):
+            other = other if isinstance(other, Broken) else Broken(other)
+            out = Broken(self.data + other.data, (self, other))
+
+            def _backward():
+                self.grad += out.grad
+
+            out._backward = _backward
+            return out
+
+        def __mul__(self, other):
+            other = other if isinstance(other, Broken) else Broken(other)
+            out = Broken(self.data * other.data, (self, other))
+
+            def _backward():
+                self.grad += other.data * out.grad
+                other.grad += self.data * out.grad
+
+            out._backward = _backward
+            return out
+
+    first = load_grader("lesson01")
+    first.compare_cases = lambda *a, **k: None
+    first.compare_random_graphs = lambda *a, **k: None
+    first.add_mul(Broken)  # the patched copy passes anything...
+    with pytest.raises(AssertionError):
+        load_grader("lesson01").add_mul(Broken)  # ...a fresh one does not
+
+
+def test_grading_failure_shows_no_grader_source():
+    grader = load_grader_function()("lesson01")
+    try:
+        grader.add_mul(int)
+    except AssertionError as exc:
+        lines = exc._render_traceback_()
+    else:
+        pytest.fail("int is not a Value implementation")
+    assert lines[0].startswith("Hidden test failed: ")
+    assert all(len(line) < 90 for line in lines)
+    assert not any("common.py" in line or "def " in line for line in lines)
+
+
+def test_readme_names_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "make demo" in readme and "make test" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci
