@@ -49,9 +49,7 @@ def _stamp(path: Path, digest: str) -> None:
 def release(assignment: str, dest_root: Path = NOTEBOOKS) -> Path:
     """Student version via nbgrader generate_assignment into ``dest_root/<assignment>``."""
     with tempfile.TemporaryDirectory() as tmp:
-        api = nbgrader_api(
-            release_directory=str(dest_root), db_url=f"sqlite:///{tmp}/gradebook.db"
-        )
+        api = nbgrader_api(release_directory=str(dest_root), db_url=f"sqlite:///{tmp}/gradebook.db")
         result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise GenerateError(f"nbgrader generate_assignment {assignment} failed:\n{result['log']}")

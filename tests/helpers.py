@@ -86,7 +86,9 @@ def run_cells(
             if cell.cell_type != "code" or (not tests and is_test_cell(cell)):
                 continue
             source = "\n".join(
-                line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+                line
+                for line in cell.source.splitlines()
+                if not line.lstrip().startswith(("%", "!"))
             )
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
@@ -143,10 +145,17 @@ class ScratchCourse:
         shutil.copytree(
             SOURCE,
             path / "source",
-            ignore=lambda d, names: [
-                n for n in names if d == str(SOURCE) and keep is not None
-                and not n.startswith(".") and n not in keep
-            ] + _pycache(d, names),
+            ignore=lambda d, names: (
+                [
+                    n
+                    for n in names
+                    if d == str(SOURCE)
+                    and keep is not None
+                    and not n.startswith(".")
+                    and n not in keep
+                ]
+                + _pycache(d, names)
+            ),
         )
         self.released: set[str] = set()
 
@@ -154,7 +163,11 @@ class ScratchCourse:
         env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
         proc = subprocess.run(
             [sys.executable, "-m", "nbgrader", *args],
-            cwd=self.path, env=env, capture_output=True, text=True, timeout=900,
+            cwd=self.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{proc.stderr[-3000:]}")

@@ -14,23 +14,50 @@ ADD, HAND, ARITH, REFL = (
 
 # (description, old text, new text, the test cells that must fail)
 BUGS = [
-    ("= instead of += in __add__", "self.grad += 1.0 * out.grad", "self.grad = 1.0 * out.grad",
-     {ADD, ARITH, REFL}),
-    ("no * out.grad in __mul__", "self.grad += other.data * out.grad",
-     "self.grad += other.data", {ADD, ARITH, REFL}),
-    ("__mul__ gradients swapped", "self.grad += other.data * out.grad",
-     "self.grad += self.data * out.grad", {ADD, ARITH, REFL}),
-    ("one parent missing from _prev", 'out = Value(self.data + other.data, (self, other), "+")',
-     'out = Value(self.data + other.data, (self,), "+")', {ADD, ARITH, REFL}),
-    ("power rule n * x**n", "self.grad += n * self.data ** (n - 1) * out.grad",
-     "self.grad += n * self.data**n * out.grad", {ARITH, REFL}),  # 1 / a uses ** here
-    ("power rule without * out.grad", "self.grad += n * self.data ** (n - 1) * out.grad",
-     "self.grad += n * self.data ** (n - 1)", {ARITH, REFL}),
+    (
+        "= instead of += in __add__",
+        "self.grad += 1.0 * out.grad",
+        "self.grad = 1.0 * out.grad",
+        {ADD, ARITH, REFL},
+    ),
+    (
+        "no * out.grad in __mul__",
+        "self.grad += other.data * out.grad",
+        "self.grad += other.data",
+        {ADD, ARITH, REFL},
+    ),
+    (
+        "__mul__ gradients swapped",
+        "self.grad += other.data * out.grad",
+        "self.grad += self.data * out.grad",
+        {ADD, ARITH, REFL},
+    ),
+    (
+        "one parent missing from _prev",
+        'out = Value(self.data + other.data, (self, other), "+")',
+        'out = Value(self.data + other.data, (self,), "+")',
+        {ADD, ARITH, REFL},
+    ),
+    (
+        "power rule n * x**n",
+        "self.grad += n * self.data ** (n - 1) * out.grad",
+        "self.grad += n * self.data**n * out.grad",
+        {ARITH, REFL},
+    ),  # 1 / a uses ** here
+    (
+        "power rule without * out.grad",
+        "self.grad += n * self.data ** (n - 1) * out.grad",
+        "self.grad += n * self.data ** (n - 1)",
+        {ARITH, REFL},
+    ),
     ("__rsub__ operands swapped", "return Value(other) - self", "return self - other", {REFL}),
-    ("__rtruediv__ operands swapped", "return Value(other) / self", "return self / other",
-     {REFL}),
-    ("hand backprop: dL/dn missing the 2", "g.n.grad = 2 * g.n.data * g.L.grad",
-     "g.n.grad = g.n.data * g.L.grad", {HAND}),
+    ("__rtruediv__ operands swapped", "return Value(other) / self", "return self / other", {REFL}),
+    (
+        "hand backprop: dL/dn missing the 2",
+        "g.n.grad = 2 * g.n.data * g.L.grad",
+        "g.n.grad = g.n.data * g.L.grad",
+        {HAND},
+    ),
 ]
 
 # Correct, but not written the way the solution is: every one must keep full marks.
@@ -38,7 +65,10 @@ VARIANTS = [
     ("_prev as a tuple", "self._prev = set(_children)", "self._prev = tuple(_children)"),
     ("_prev as a list", "self._prev = set(_children)", "self._prev = list(_children)"),
     ("other op labels", '(self, other), "+")', '(self, other), "add")'),
-    ("__sub__ with its own closure", "    return self + (-other)\n", """\
+    (
+        "__sub__ with its own closure",
+        "    return self + (-other)\n",
+        """\
     other = other if isinstance(other, Value) else Value(other)
     out = Value(self.data - other.data, (self, other), "-")
 
@@ -48,8 +78,12 @@ VARIANTS = [
 
     out._backward = _backward
     return out
-"""),
-    ("__truediv__ by the quotient rule", "    return self * other**-1\n", """\
+""",
+    ),
+    (
+        "__truediv__ by the quotient rule",
+        "    return self * other**-1\n",
+        """\
     other = other if isinstance(other, Value) else Value(other)
     out = Value(self.data / other.data, (self, other), "/")
 
@@ -59,13 +93,20 @@ VARIANTS = [
 
     out._backward = _backward
     return out
-"""),
-    ("power rule through out.data", "self.grad += n * self.data ** (n - 1) * out.grad",
-     "self.grad += n * out.data / self.data * out.grad"),
+""",
+    ),
+    (
+        "power rule through out.data",
+        "self.grad += n * self.data ** (n - 1) * out.grad",
+        "self.grad += n * out.data / self.data * out.grad",
+    ),
     ("__rsub__ as -self + other", "return Value(other) - self", "return -self + other"),
     ("__rtruediv__ via **-1", "return Value(other) / self", "return self**-1 * other"),
-    ("hand backprop in another order", "g.s.grad = g.n.grad\n    g.b.grad = g.n.grad",
-     "g.b.grad = g.n.grad\n    g.s.grad = 1.0 * g.n.grad"),
+    (
+        "hand backprop in another order",
+        "g.s.grad = g.n.grad\n    g.b.grad = g.n.grad",
+        "g.b.grad = g.n.grad\n    g.s.grad = 1.0 * g.n.grad",
+    ),
 ]
 
 
@@ -87,7 +128,8 @@ def test_hidden_tests_catch_bug(solution, name, old, new, cells):
 
 
 def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
-    numbers = """    g.n.grad, g.s.grad, g.b.grad, g.x1w1.grad, g.x2w2.grad = 1.0, 1.0, 1.0, 1.0, 1.0
+    numbers = """    g.n.grad, g.s.grad, g.b.grad = 1.0, 1.0, 1.0
+    g.x1w1.grad, g.x2w2.grad = 1.0, 1.0
     g.x1.grad, g.w1.grad, g.x2.grad, g.w2.grad = -3.0, 2.0, 1.0, 0.0
 """
     cell = next(c for c in solution.cells if "def backprop_by_hand" in c.source)

@@ -19,7 +19,7 @@ SECRET_MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END
 def test_course_has_assignments_in_order():
     assert ASSIGNMENTS[0] == "01_value"
     assert all(re.fullmatch(r"\d\d_[a-z_]+", a) for a in ASSIGNMENTS), ASSIGNMENTS
-    assert ASSIGNMENTS == sorted(ASSIGNMENTS)
+    assert sorted(ASSIGNMENTS) == ASSIGNMENTS
 
 
 def test_reference_engine_is_not_an_nbgrader_assignment():

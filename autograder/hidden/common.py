@@ -56,8 +56,14 @@ RefValue = ref.Value
 # The course's own copy of the students' helper module (never the submission's copy).
 kit = _load_file(
     os.path.normpath(
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "source", ".shared",
-                     "coursekit.py")
+        os.path.join(
+            os.path.dirname(os.path.abspath(__file__)),
+            "..",
+            "..",
+            "source",
+            ".shared",
+            "coursekit.py",
+        )
     )
 )
 
@@ -366,8 +372,7 @@ def compare_program(
                 after += f" with d(loss)/df = {num(seed)}"
                 hint = " (is out.grad multiplied in?)"
             fail(
-                f"df/dx{i}{after} is wrong{hint}\n{where}\n"
-                f"expected {num(want)}, got {num(x.grad)}"
+                f"df/dx{i}{after} is wrong{hint}\n{where}\nexpected {num(want)}, got {num(x.grad)}"
             )
 
 

@@ -21,8 +21,14 @@ ARITHMETIC = ("+", "*", "-", "/", "**", "neg")
 @hidden_check
 def add_mul(Value) -> None:
     """``+`` and ``*`` between Values, with a number on the right, and a node used twice."""
-    cases = [("+", (0, 1)), ("*", (0, 1)), ("+", (0, 0)), ("*", (0, 0)),
-             ("+", (0, 2.5)), ("*", (0, -1.5))]
+    cases = [
+        ("+", (0, 1)),
+        ("*", (0, 1)),
+        ("+", (0, 0)),
+        ("*", (0, 0)),
+        ("+", (0, 2.5)),
+        ("*", (0, -1.5)),
+    ]
     compare_cases(Value, cases, seed=101, backprop=run_closures)
     compare_random_graphs(Value, ("+", "*"), seed=102, graphs=120, backprop=run_closures)
 
@@ -30,9 +36,20 @@ def add_mul(Value) -> None:
 @hidden_check
 def arithmetic(Value) -> None:
     """``**`` with a number exponent, unary minus, ``-`` and ``/``."""
-    cases = [("**", (0, 2)), ("**", (0, 3)), ("**", (0, -1)), ("**", (0, 0.5)),
-             ("**", (0, 1.5)), ("neg", (0,)), ("-", (0, 1)), ("-", (0, 0)), ("-", (0, 2.0)),
-             ("/", (0, 1)), ("/", (0, 0)), ("/", (0, -2.0))]
+    cases = [
+        ("**", (0, 2)),
+        ("**", (0, 3)),
+        ("**", (0, -1)),
+        ("**", (0, 0.5)),
+        ("**", (0, 1.5)),
+        ("neg", (0,)),
+        ("-", (0, 1)),
+        ("-", (0, 0)),
+        ("-", (0, 2.0)),
+        ("/", (0, 1)),
+        ("/", (0, 0)),
+        ("/", (0, -2.0)),
+    ]
     compare_cases(Value, cases, seed=201, backprop=run_closures)
     compare_random_graphs(Value, ARITHMETIC, seed=202, graphs=150, backprop=run_closures)
 
@@ -40,8 +57,14 @@ def arithmetic(Value) -> None:
 @hidden_check
 def reflected(Value) -> None:
     """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x."""
-    cases = [("+", (2.0, 0)), ("*", (-1.5, 0)), ("-", (2.0, 0)), ("-", (-0.5, 0)),
-             ("/", (1.5, 0)), ("/", (-2.0, 0))]
+    cases = [
+        ("+", (2.0, 0)),
+        ("*", (-1.5, 0)),
+        ("-", (2.0, 0)),
+        ("-", (-0.5, 0)),
+        ("/", (1.5, 0)),
+        ("/", (-2.0, 0)),
+    ]
     compare_cases(Value, cases, seed=301, backprop=run_closures)
     compare_random_graphs(
         Value, ARITHMETIC, seed=302, graphs=150, numbers="both", backprop=run_closures
