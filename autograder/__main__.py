@@ -26,6 +26,12 @@ def _check_generated(args: argparse.Namespace) -> int:
     return 0
 
 
+def _self_check(args: argparse.Namespace) -> int:
+    from .selfcheck import self_check
+
+    return self_check(args.folder)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -38,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-generated", help="exit 1 if notebooks/ or solutions/ is stale")
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.set_defaults(run=_check_generated)
+
+    p = sub.add_parser(
+        "self-check", help="run every notebook's visible checks, print a progress table"
+    )
+    p.add_argument("folder", nargs="?", help="default: my-work/ if it exists, else notebooks/")
+    p.set_defaults(run=_self_check)
 
     return parser
 

@@ -6,6 +6,9 @@ name: a student file called like them in the submission folder, an entry planted
 ``sys.modules``, or a helper function patched in an earlier cell changes nothing.
 """
 
+# coursekit.self_check() (the last cell of every lesson) does nothing in a grading kernel.
+__import__("os").environ["COURSEKIT_NO_SELF_CHECK"] = "1"
+
 
 def load_grader(lesson, _startup_file=__file__):
     """Return the hidden-test module for ``lesson`` (e.g. "lesson01"), freshly loaded."""
