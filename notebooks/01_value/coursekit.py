@@ -20,6 +20,7 @@ __all__ = [
     "graph_nodes",
     "passed",
     "run_closures",
+    "self_check",
 ]
 
 
@@ -208,3 +209,163 @@ def draw_graph(root, rankdir: str = "LR"):
     from IPython.display import SVG
 
     return SVG(svg)
+
+
+# ---- self-check: the visible checks of every notebook, as a progress table -------------
+
+SKIP_SELF_CHECK = "COURSEKIT_NO_SELF_CHECK"  # set while grading or generating: do nothing
+WIDTH = 89  # no printed line is longer (students read them in a notebook)
+
+
+def _running_unattended() -> bool:
+    """True while grading, validating or generating, where self_check must do nothing.
+
+    nbgrader, nbclient and nbconvert start their kernels with an in-memory history;
+    JupyterLab's kernels keep a history file.
+    """
+    import os
+
+    if os.environ.get(SKIP_SELF_CHECK):
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    history = getattr(shell, "history_manager", None)
+    return str(getattr(history, "hist_file", "")) == ":memory:"
+
+
+def _course_folder(folder=None):
+    """The folder holding the lesson folders: ``folder``, or found from the current one."""
+    from pathlib import Path
+
+    here = Path(folder) if folder is not None else Path.cwd()
+    if any(here.glob("*.ipynb")) and (here / "coursekit.py").exists():
+        return here.parent  # a lesson folder, like my-work/01_value
+    return here
+
+
+def _lessons(course) -> list:
+    if not course.is_dir():
+        return []
+    return sorted(
+        p for p in course.iterdir()
+        if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob("*.ipynb"))
+    )
+
+
+def _first_line(text: str, width: int) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _failure(output) -> str:
+    """One line for an error output: its message, or its name when the message is empty."""
+    import re
+
+    if output.ename in ("CellTimeoutError", "KeyboardInterrupt", "DeadKernelError"):
+        return "did not finish in time (an endless loop?)"
+    if output.ename in ("CheckFailed", "GradingFailure"):
+        return _first_line(output.evalue, WIDTH)
+    message = re.sub(r"\x1b\[[0-9;]*m", "", f"{output.ename}: {output.evalue}".rstrip(": "))
+    return _first_line(message, WIDTH)
+
+
+def _exercise_name(cell) -> str:
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
+    return grade_id.split("test_", 1)[-1]
+
+
+def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
+    """Run the notebook at ``path`` in a fresh kernel (in its own folder, as saved) and
+    return (exercise, passed, first failure message) for each of its check cells."""
+    import logging
+    import os
+    import subprocess
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    log = logging.getLogger("coursekit.self_check")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    client = NotebookClient(
+        nb, timeout=timeout, interrupt_on_timeout=True, allow_errors=True,
+        kernel_name="python3", log=log, resources={"metadata": {"path": str(path.parent)}},
+    )
+    env = dict(os.environ, **{SKIP_SELF_CHECK: "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    try:
+        client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except Exception as exc:  # the kernel died or never started: report it, carry on
+        problem = _first_line(f"could not run: {type(exc).__name__}: {exc}", WIDTH)
+        return [(_exercise_name(c), False, problem) for c in tests] or [("-", False, problem)]
+    results = []
+    for cell in tests:
+        errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+        if cell.get("execution_count") is None and not errors:
+            results.append((_exercise_name(cell), False, "did not run"))
+        else:
+            message = _failure(errors[0]) if errors else ""
+            results.append((_exercise_name(cell), not errors, message))
+    return results
+
+
+def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
+    """Run the visible checks of every lesson folder in ``folder`` (default: the folder
+    around the current lesson), showing a table row by row; return the rows."""
+    import nbformat
+
+    course = _course_folder(folder)
+    plan = []  # (lesson name, notebook path)
+    for lesson in _lessons(course):
+        paths = sorted(lesson.glob("*.ipynb"))
+        plan += [(lesson.name if len(paths) == 1 else f"{lesson.name}/{p.stem}", p) for p in paths]
+    if not plan:
+        show(f"self_check: no lesson folders with notebooks in {course}.")
+        return []
+    names = [
+        _exercise_name(c) for _, p in plan for c in nbformat.read(p, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    ]
+    w1 = max(len(n) for n, _ in plan)
+    w2 = max([len(n) for n in names] + [8])
+    show(f"Visible checks of the notebooks in {course.name}/ (as last saved):")
+    rows = []
+    for name, path in plan:
+        for exercise, ok, message in visible_checks(path):
+            rows.append((name, exercise, ok, message))
+            line = f"{'✓' if ok else '✗'} {name:<{w1}}  {exercise:<{w2}}"
+            if not message:
+                show(line.rstrip())
+            elif len(line) + 2 + len(message) <= WIDTH:
+                show(f"{line}  {message}")
+            else:
+                show(line.rstrip())
+                show(f"    {_first_line(message, WIDTH - 4)}")
+    done = sum(ok for *_, ok, _ in rows)
+    show(f"{done} of {len(rows)} exercises pass their visible checks.")
+    if rows and done == len(rows):
+        show("Well done! The hidden tests will try more cases when your work is graded.")
+    return rows
+
+
+def self_check(folder=None) -> None:
+    """Print your progress: every lesson notebook's visible checks, run in a fresh kernel.
+
+    It checks the notebooks as saved, so save first (Ctrl+S). While a notebook is being
+    graded, validated or generated it only prints one line.
+    """
+    if _running_unattended():
+        print("self_check: skipped (this notebook is being run automatically).")
+        return
+    try:
+        import nbclient  # noqa: F401
+        import nbformat  # noqa: F401
+    except ImportError:
+        print("self_check needs nbclient and nbformat: pip install nbclient nbformat")
+        return
+    self_check_table(folder)
