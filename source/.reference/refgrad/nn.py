@@ -91,6 +91,7 @@ class Layer(Module):
         self.neurons = [Neuron(nin, rng=r, **kwargs) for _ in range(nout)]
 
     def __call__(self, x: Sequence[Value | float]) -> Value | list[Value]:
+        x = _as_values(x)
         out = [n(x) for n in self.neurons]
         return out[0] if len(out) == 1 else out
 
@@ -146,6 +147,7 @@ class Linear(Module):
 
     def __call__(self, x: Sequence[Value | float]) -> list[Value]:
         _check_inputs(x, len(self.weight[0]))
+        x = _as_values(x)
         biases = self.bias if self.bias is not None else [0.0] * len(self.weight)
         return [dot(row, x, b) for row, b in zip(self.weight, biases)]
 
@@ -265,6 +267,11 @@ def _check_size(name: str, n: object) -> None:
 def _check_inputs(x: Sequence[Value | float], nin: int) -> None:
     if len(x) != nin:
         raise ValueError(f"expected {nin} inputs, got {len(x)}")
+
+
+def _as_values(x: Sequence[Value | float]) -> list[Value]:
+    """Wrap plain numbers in Values once per layer, not once per neuron (dot would)."""
+    return [xi if isinstance(xi, Value) else Value(xi) for xi in x]
 
 
 def _pair_up(preds, targets) -> tuple[list[Value], list[float]]:
