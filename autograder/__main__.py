@@ -32,6 +32,17 @@ def _self_check(args: argparse.Namespace) -> int:
     return self_check(args.folder)
 
 
+def _lab(args: argparse.Namespace) -> int:
+    from .lab import lab
+
+    extra = [a for a in args.jupyter_args if a != "--"]
+    if args.port:
+        extra.append(f"--ServerApp.port={args.port}")
+    if args.no_browser:
+        extra.append("--no-browser")
+    return lab(args.work, extra)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -50,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("folder", nargs="?", help="default: my-work/ if it exists, else notebooks/")
     p.set_defaults(run=_self_check)
+
+    p = sub.add_parser(
+        "lab", help="JupyterLab for students on my-work/ (seeded from notebooks/)"
+    )
+    p.add_argument("--work", help="the working copy to open (default: my-work/)")
+    p.add_argument("--port", type=int, help="port (default: 8888, or the next free one)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: for jupyter lab")
+    p.set_defaults(run=_lab)
 
     return parser
 
