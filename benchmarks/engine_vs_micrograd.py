@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import statistics
 import sys
@@ -106,6 +107,8 @@ def new_micrograd_model():
 
 
 def median_step_seconds(step: Callable, model, X, y, steps: int) -> float:
+    """Median seconds of one training step, over ``steps`` steps in a row."""
+    gc.collect()  # start clean: the last measurement's garbage is not billed to this one
     times = []
     for k in range(steps):
         t0 = time.perf_counter()
@@ -116,6 +119,7 @@ def median_step_seconds(step: Callable, model, X, y, steps: int) -> float:
 
 def full_demo(step: Callable, model, X, y, steps: int = 100) -> tuple[float, float, float]:
     """Train for ``steps`` steps; returns (seconds, final loss, final accuracy)."""
+    gc.collect()
     t0 = time.perf_counter()
     for k in range(steps):
         step(model, X, y, 1.0 - 0.9 * k / 100)
@@ -160,6 +164,7 @@ def count_nodes(root) -> int:
 
 def graph_seconds(V: type, blocks: int, depth: int, repeats: int) -> tuple[float, float, int]:
     """Median seconds to build (forward) and to backward the graph, and its node count."""
+    gc.collect()
     forward, backward = [], []
     nodes = 0
     for _ in range(repeats):
@@ -216,6 +221,18 @@ def deepest_chain(V: type, ladder: list[int]) -> tuple[int, str]:
 # ---- the report ----------------------------------------------------------------------
 
 
+def load_average() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except (AttributeError, OSError):  # not on every platform
+        return "unknown"
+
+
+def speed_ratio(refgrad_seconds: float, micrograd_seconds: float) -> str:
+    r = micrograd_seconds / refgrad_seconds
+    return f"{r:.1f}x faster" if r >= 1.0 else f"{1.0 / r:.1f}x slower"
+
+
 def fmt_seconds(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1.0 else f"{s:.2f} s"
 
@@ -229,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Python {sys.version.split()[0]}, garbage collector on: {gc.isenabled()}")
     print(f"refgrad from {Path(refgrad.engine.__file__).parent}")
     print(f"micrograd from {Path(micrograd.engine.__file__).parent}  (0.1.0)")
-    print(f"mode: {'--quick' if quick else 'full'}\n")
+    print(f"mode: {'--quick' if quick else 'full'}, load average {load_average()}\n")
     rows: list[tuple[str, str, str, str, str]] = []
 
     X, y = make_moons(100, noise=0.1, seed=SEED)
@@ -243,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
             "(a) demo step: forward+backward+SGD",
             fmt_seconds(ref_step),
             fmt_seconds(mg_step),
-            f"{mg_step / ref_step:.1f}x faster",
+            speed_ratio(ref_step, mg_step),
             ">= 15x (aim 30x)",
         )
     )
@@ -260,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
             f"(b) {label}-node graph: forward",
             fmt_seconds(rf),
             fmt_seconds(mf),
-            f"{mf / rf:.1f}x faster",
+            speed_ratio(rf, mf),
             "",
         )
     )
@@ -269,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
             f"(b) {label}-node graph: backward",
             fmt_seconds(rb),
             fmt_seconds(mb),
-            f"{mb / rb:.1f}x faster",
+            speed_ratio(rb, mb),
             "",
         )
     )
@@ -278,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
             f"(b) {label}-node graph: forward+backward",
             fmt_seconds(rf + rb),
             fmt_seconds(mf + mb),
-            f"{(mf + mb) / (rf + rb):.1f}x faster",
+            speed_ratio(rf + rb, mf + mb),
             "",
         )
     )
@@ -338,12 +355,14 @@ def main(argv: list[str] | None = None) -> None:
             "(e) 100-step demo: total time",
             f"{r_secs:.2f} s",
             m_time,
-            f"{m_secs / r_secs:.1f}x faster",
+            speed_ratio(r_secs, m_secs),
             "",
         )
     )
     print("(e) done\n")
 
+    print(f"load average at the end: {load_average()} (on {os.cpu_count()} CPUs)")
+    print("A busy machine shifts the ratios; run again when it is idle if they look odd.\n")
     header = ("metric", "refgrad", "micrograd 0.1.0", "ratio", "target")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     line = "  ".join("-" * w for w in widths)
