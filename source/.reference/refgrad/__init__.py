@@ -1,4 +1,4 @@
-"""refgrad: the course's reference autograd engine (see README.md beside this package)."""
+"""refgrad: the course's reference autograd engine (see source/README.md)."""
 
 from .engine import Value, topological_order, zero_grad
 

@@ -127,7 +127,11 @@ class Value:
             raise ValueError(f"{x!r} ** {n!r}: a negative base needs a whole-number exponent")
         if x == 0.0 and n < 0.0:
             raise ZeroDivisionError(f"0.0 ** {n!r}: zero cannot be raised to a negative power")
-        out = Value(x**n, (self,), f"**{exponent}")
+        try:
+            power = x**n
+        except OverflowError:
+            raise OverflowError(f"{x!r} ** {n!r} is larger than the largest float") from None
+        out = Value(power, (self,), f"**{exponent}")
         slope = _power_rule(x, n)
 
         def _backward(g: float) -> None:  # d(x**n)/dx = n * x**(n-1)

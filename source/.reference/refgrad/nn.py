@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Sequence
+from numbers import Real
 
 from .engine import Value, dot
 
@@ -277,7 +278,7 @@ def _as_values(x: Sequence[Value | float]) -> list[Value]:
 def _pair_up(preds, targets) -> tuple[list[Value], list[float]]:
     """Accept one prediction or a list; check the two lists have the same length."""
     preds = [preds] if isinstance(preds, Value) else list(preds)
-    targets = [targets] if isinstance(targets, (int, float)) else list(targets)
+    targets = [targets] if isinstance(targets, Real) else list(targets)
     if len(preds) != len(targets):
         raise ValueError(f"got {len(preds)} predictions but {len(targets)} targets")
     if not preds:
