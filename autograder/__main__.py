@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: for jupyter lab")
     p.set_defaults(run=_lab)
 
+    from .commands import add_grading_commands  # collect, grade, feedback, export, demo
+
+    add_grading_commands(sub)
+
     return parser
 
 

@@ -1,0 +1,3 @@
+"""``python -m autograder collect`` (being written)."""
+
+PATTERN_HELP = ""

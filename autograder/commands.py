@@ -1,0 +1,193 @@
+"""The instructor's grading commands: ``python -m autograder collect|grade|feedback|export|demo``.
+
+Exit codes (every command): 0 done, 1 done but some submissions or files had problems
+(each one is listed), 2 the grader itself failed (or the command line was wrong),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+OK, PROBLEMS, FAILED, INTERRUPTED = 0, 1, 2, 130
+
+
+def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
+    p.add_argument("--course", metavar="DIR", default=None,
+                   help="course folder holding submitted/, autograded/, ... "
+                        "(default: the repository root)")
+    if db:
+        p.add_argument("--db", metavar="URL", default=None,
+                       help="gradebook database URL (default: nbgrader_config.py's, "
+                            "sqlite:///<course>/gradebook.db)")
+
+
+def _limits(args: argparse.Namespace):
+    from .limits import Limits, parse_size
+
+    limits = Limits()
+    if args.cell_timeout is not None:
+        limits.cell_timeout = args.cell_timeout
+    else:
+        from .grading import _config_timeout, open_course
+
+        limits.cell_timeout = _config_timeout(open_course(args.course, args.db))
+    limits.wall = args.wall_limit
+    limits.memory = parse_size(args.memory)
+    limits.attempts = args.attempts
+    return limits
+
+
+def _guard(fn):
+    """Run a command: grader errors and crashes exit 2, Ctrl-C exits 130."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .grading import GraderError
+
+        try:
+            return fn(args)
+        except GraderError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return FAILED
+        except KeyboardInterrupt:
+            print("\ninterrupted: run the same command again to finish (nothing is lost "
+                  "or counted twice)", file=sys.stderr)
+            return INTERRUPTED
+        except Exception:
+            traceback.print_exc()
+            print("error: the grader itself failed (above)", file=sys.stderr)
+            return FAILED
+
+    return run
+
+
+@_guard
+def _grade(args: argparse.Namespace) -> int:
+    from .grading import grade, print_report
+
+    report = grade(
+        args.assignments or None, args.student or None, root=args.course, db_url=args.db,
+        jobs=args.jobs, limits=_limits(args), force=args.force, progress=not args.quiet,
+        subreaper=True,
+    )
+    print_report(report)
+    return report.exit_code
+
+
+@_guard
+def _collect(args: argparse.Namespace) -> int:
+    from .collect import collect, print_collect_report
+
+    report = collect(args.assignment, args.paths, pattern=args.pattern, root=args.course,
+                     force=args.force)
+    print_collect_report(report)
+    return report.exit_code
+
+
+@_guard
+def _feedback(args: argparse.Namespace) -> int:
+    from .feedback import feedback, print_feedback_report
+
+    report = feedback(args.assignments or None, args.student or None, root=args.course,
+                      db_url=args.db, jobs=args.jobs, force=args.force)
+    print_feedback_report(report)
+    return report.exit_code
+
+
+@_guard
+def _export(args: argparse.Namespace) -> int:
+    from .export import export
+
+    paths = export(args.assignments or None, root=args.course, db_url=args.db, to=args.to)
+    for path in paths:
+        print(f"wrote {path}")
+    return OK
+
+
+@_guard
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import demo
+
+    return demo(jobs=args.jobs, keep=args.keep)
+
+
+def add_grading_commands(sub) -> None:
+    """Register the grading subcommands on ``python -m autograder``'s subparsers."""
+    from .collect import PATTERN_HELP
+
+    p = sub.add_parser(
+        "collect", help="file LMS downloads or notebooks named by student into submitted/",
+        description="Unpack LMS zip downloads (or take a folder of notebooks) and file each "
+                    "notebook as submitted/<student>/<assignment>/<notebook>.ipynb with "
+                    "nbgrader's zip_collect. Every file that could not be placed is listed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=PATTERN_HELP)
+    p.add_argument("assignment")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="zip files, folders or notebooks (any mix)")
+    p.add_argument("--pattern", default="auto",
+                   help="a preset (auto, student, canvas, moodle, folders) or a regular "
+                        "expression with (?P<student_id>...) (default: auto)")
+    p.add_argument("--force", action="store_true",
+                   help="replace submissions already collected even if they are newer")
+    _common(p, db=False)
+    p.set_defaults(run=_collect)
+
+    p = sub.add_parser(
+        "grade", help="autograde submitted work into nbgrader's gradebook",
+        description="Autograde every pending submission (new or changed since it was last "
+                    "graded) into nbgrader's gradebook, in parallel, under time and memory "
+                    "limits. Exit code 0: all graded; 1: graded, some submissions had "
+                    "problems (see the notes); 2: the grader itself failed.")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help="only these assignments (default: every one submitted)")
+    p.add_argument("--student", action="append", metavar="ID", help="only this student "
+                   "(repeat for more)")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="submissions graded at once (default: the machine's cores)")
+    p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
+    p.add_argument("--cell-timeout", type=int, default=None, metavar="S",
+                   help="seconds per cell (default: Execute.timeout in nbgrader_config.py)")
+    p.add_argument("--wall-limit", type=int, default=300, metavar="S",
+                   help="seconds per notebook (default: 300)")
+    p.add_argument("--memory", default="3G", metavar="SIZE",
+                   help="memory per grading kernel (default: 3G)")
+    p.add_argument("--attempts", type=int, default=3, metavar="N",
+                   help="runs of a notebook whose kernel crashes or hangs (default: 3)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    _common(p)
+    p.set_defaults(run=_grade)
+
+    p = sub.add_parser(
+        "feedback", help="per-student HTML feedback (without hidden tests)",
+        description="Write feedback/<student>/<assignment>/<notebook>.html for graded "
+                    "submissions with nbgrader generate_feedback. Hidden tests, the "
+                    "reference engine and grader paths never reach these files.")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    p.add_argument("--student", action="append", metavar="ID")
+    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--force", action="store_true", help="rewrite feedback that is current")
+    _common(p)
+    p.set_defaults(run=_feedback)
+
+    p = sub.add_parser(
+        "export", help="grades CSV and per-test-cell CSV from the gradebook",
+        description="Write grades.csv (student, assignment, score, max_score, ...) and "
+                    "cells.csv (one row per test cell) from nbgrader's gradebook.")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    p.add_argument("--to", metavar="DIR", default=None,
+                   help="output folder (default: <course>/exports)")
+    _common(p)
+    p.set_defaults(run=_export)
+
+    p = sub.add_parser(
+        "demo", help="grade a small bundled class end to end and print the table",
+        description="Build demo-class/ (eight synthetic students, from the real solutions: "
+                    "perfect, blank, typical bugs, a kernel crash, an infinite loop, a "
+                    "malformed notebook, a late one), collect, grade, write feedback and "
+                    "CSVs, and print the table.")
+    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--keep", action="store_true",
+                   help="keep demo-class/ from a previous run instead of rebuilding it")
+    p.set_defaults(run=_demo)
