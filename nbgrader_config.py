@@ -6,10 +6,13 @@ submitted/, autograded/, feedback/, gradebook.db: a class's grading state (not i
 """
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+if COURSE_ROOT not in sys.path:  # so nbgrader (CLI and formgrader) finds autograder.feedback
+    sys.path.append(COURSE_ROOT)
 
 c.CourseDirectory.root = COURSE_ROOT
 c.CourseDirectory.course_id = "autograd-from-scratch"
@@ -26,8 +29,22 @@ c.Execute.extra_arguments = [
 c.Execute.timeout = 60  # seconds per cell
 c.Execute.interrupt_on_timeout = True
 
+# A test cell a student deleted is put back before grading (and graded).
+c.OverwriteCells.add_missing_cells = True
+
 # Autograde copies every non-notebook file of source/<assignment>/ over the submission
 # (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.
+
+# Feedback never shows hidden tests, grader tracebacks or grader source (autograder/feedback.py).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.feedback.HideGraderMaterial",
+]
+# `python -m autograder grade` keeps its record of each graded submission here; nbgrader
+# leaves it out of feedback folders and releases (the other entries are nbgrader's defaults).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",
+                            ".autograder.json"]
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
