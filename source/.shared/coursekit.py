@@ -15,6 +15,7 @@ __all__ = [
     "call",
     "check",
     "check_close",
+    "check_raises",
     "draw_graph",
     "expect",
     "graph_nodes",
@@ -168,6 +169,43 @@ def check(
             is_close(g, want),
             f"d({expression})/d{name} at {where}: expected {_num(want)}, got {_num(g)}.",
         )
+
+
+def check_raises(
+    Value: type,
+    expression: str,
+    inputs: Mapping[str, float],
+    error: type[Exception],
+    mentions: str = "",
+) -> None:
+    """Build ``expression`` from Values named in ``inputs``: it must raise ``error``, with
+    ``mentions`` in its message. Example: ``check_raises(Value, "a.log()", {"a": -2.0},
+    ValueError, mentions="-2")``.
+    """
+    try:
+        names = {k: Value(v) for k, v in inputs.items()}
+    except Exception as exc:
+        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+    where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
+    try:
+        out = eval(expression, {"math": math}, dict(names))
+    except error as exc:
+        expect(
+            mentions in str(exc),
+            f"{expression} at {where} raised {error.__name__}, but its message should\n"
+            f"name the value {mentions}; it says {_num(str(exc))}.",
+        )
+        return
+    except NotImplementedError as exc:
+        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+    except Exception as exc:
+        raise CheckFailed(
+            f"{expression} at {where} should raise {error.__name__}, not\n{_error(exc)}."
+        ) from None
+    got = getattr(out, "data", out)
+    raise CheckFailed(
+        f"{expression} at {where} should raise {error.__name__}, but it gave {_num(got)}."
+    )
 
 
 # ---- drawing ---------------------------------------------------------------------------

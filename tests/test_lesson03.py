@@ -1,0 +1,392 @@
+"""Lesson 03 (activations and elementary functions): the hidden tests pass correct work,
+written any way, and catch the classic bugs, each in the cell that grades the broken
+exercise."""
+
+import matplotlib
+import pytest
+from helpers import (
+    SOURCE,
+    ScratchCourse,
+    failing_cells,
+    load_grader_function,
+    mutate,
+    read,
+    run_cells,
+)
+
+matplotlib.use("Agg")  # the notebook draws a figure; no window while testing
+
+A = "03_activations"
+TANH, RELU, EXPLOG, SIGMOID, TRIG, NEURON = (
+    "act_test_tanh",
+    "act_test_relu",
+    "act_test_exp_log",
+    "act_test_sigmoid",
+    "act_test_sin_cos_sqrt",
+    "act_test_neuron",
+)
+EXERCISES = {TANH, RELU, EXPLOG, SIGMOID, TRIG, NEURON}
+
+NAIVE_SIGMOID = """\
+    if x >= 0:
+        s = 1 / (1 + math.exp(-x))
+    else:
+        z = math.exp(x)
+        s = z / (1 + z)
+"""
+LOG_DOMAIN = """\
+    if self.data <= 0:
+        raise ValueError(f"log is only defined for positive numbers, got {self.data}")
+"""
+SQRT_DOMAIN = """\
+    if self.data < 0:
+        raise ValueError(f"sqrt is only defined for numbers >= 0, got {self.data}")
+"""
+
+# (description, old text, new text, the test cells that must fail)
+BUGS = [
+    (
+        "tanh derivative from the input",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += (1 - self.data**2) * out.grad",
+        {TANH, NEURON},
+    ),
+    (
+        "tanh derivative 1 + t**2",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += (1 + t**2) * out.grad",
+        {TANH, NEURON},
+    ),
+    (
+        "tanh without * out.grad",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += 1 - t**2",
+        {TANH},
+    ),
+    (
+        "tanh from exp(2x), overflows",
+        "t = math.tanh(self.data)",
+        "t = (math.exp(2 * self.data) - 1) / (math.exp(2 * self.data) + 1)",
+        {TANH},
+    ),
+    (
+        "tanh slope via cosh, overflows",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += out.grad / math.cosh(self.data) ** 2",
+        {TANH},
+    ),
+    (
+        "relu passes gradient at 0 (>=)",
+        "(1.0 if self.data > 0 else 0.0)",
+        "(1.0 if self.data >= 0 else 0.0)",
+        {RELU},
+    ),
+    (
+        "relu gradient 1 everywhere",
+        "(1.0 if self.data > 0 else 0.0) * out.grad",
+        "out.grad",
+        {RELU},
+    ),
+    (
+        "relu without * out.grad",
+        "(1.0 if self.data > 0 else 0.0) * out.grad",
+        "(1.0 if self.data > 0 else 0.0)",
+        {RELU},
+    ),
+    (
+        "exp derivative from self.data",
+        "self.grad += e * out.grad",
+        "self.grad += self.data * out.grad",
+        {EXPLOG},
+    ),
+    (
+        "exp returns inf instead of raising",
+        "e = math.exp(self.data)",
+        "e = math.exp(self.data) if self.data < 709 else math.inf",
+        {EXPLOG},
+    ),
+    ("log without a domain check", LOG_DOMAIN, "", {EXPLOG}),
+    (
+        "log domain error without the value",
+        'got {self.data}")\n    out = Value(math.log',
+        'got a bad number")\n    out = Value(math.log',
+        {EXPLOG},
+    ),
+    ("log accepts 0", "if self.data <= 0:", "if self.data < 0:", {EXPLOG}),
+    (
+        "log derivative without * out.grad",
+        "self.grad += (1 / self.data) * out.grad",
+        "self.grad += 1 / self.data",
+        {EXPLOG},
+    ),
+    (
+        "log derivative 1 / out.data",
+        "self.grad += (1 / self.data) * out.grad",
+        "self.grad += (1 / out.data) * out.grad",
+        {EXPLOG},
+    ),
+    (
+        "naive sigmoid, overflows at -1000",
+        NAIVE_SIGMOID,
+        "    s = 1 / (1 + math.exp(-x))\n",
+        {SIGMOID},
+    ),
+    (
+        "sigmoid derivative s*(1+s)",
+        "self.grad += s * (1 - s) * out.grad",
+        "self.grad += s * (1 + s) * out.grad",
+        {SIGMOID},
+    ),
+    (
+        "sigmoid without * out.grad",
+        "self.grad += s * (1 - s) * out.grad",
+        "self.grad += s * (1 - s)",
+        {SIGMOID},
+    ),
+    (
+        "sigmoid slope from exp(-x), overflows",
+        "self.grad += s * (1 - s) * out.grad",
+        "self.grad += math.exp(-x) / (1 + math.exp(-x)) ** 2 * out.grad",
+        {SIGMOID},
+    ),
+    (
+        "cos derivative +sin",
+        "self.grad += -math.sin(self.data) * out.grad",
+        "self.grad += math.sin(self.data) * out.grad",
+        {TRIG},
+    ),
+    (
+        "sin derivative -cos",
+        "self.grad += math.cos(self.data) * out.grad",
+        "self.grad += -math.cos(self.data) * out.grad",
+        {TRIG},
+    ),
+    (
+        "sqrt derivative 1/sqrt(x)",
+        "self.grad += 0.5 / r * out.grad",
+        "self.grad += 1 / r * out.grad",
+        {TRIG},
+    ),
+    ("sqrt without * out.grad", "self.grad += 0.5 / r * out.grad", "self.grad += 0.5 / r", {TRIG}),
+    ("sqrt without a domain check", SQRT_DOMAIN, "", {TRIG}),
+    ("neuron without the bias", "    n = b\n    for w, x", "    n = 0.0\n    for w, x", {NEURON}),
+    ("neuron returns n, not tanh(n)", "return n.tanh()", "return n", {NEURON}),
+    ("neuron with relu", "return n.tanh()", "return n.relu()", {NEURON}),
+    ("neuron rebuilds from .data", "return n.tanh()", "return Value(n.data).tanh()", {NEURON}),
+]
+
+# Correct, but not written the way the solution is: every one must keep full marks.
+VARIANTS = [
+    (
+        "tanh by a stable exp formula",
+        "t = math.tanh(self.data)",
+        """\
+x = self.data
+    z = math.exp(-2 * abs(x))
+    t = math.copysign((1 - z) / (1 + z), x)""",
+    ),
+    (
+        "tanh slope recomputed from x",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += (1 - math.tanh(self.data) ** 2) * out.grad",
+    ),
+    (
+        "tanh slope from out.data",
+        "self.grad += (1 - t**2) * out.grad",
+        "self.grad += (1 - out.data * out.data) * out.grad",
+    ),
+    (
+        "relu via max and out.data > 0",
+        """\
+    out = Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+
+    def _backward():
+        self.grad += (1.0 if self.data > 0 else 0.0) * out.grad""",
+        """\
+    out = Value(max(0, self.data), (self,), "ReLU")
+
+    def _backward():
+        self.grad += (out.data > 0) * out.grad""",
+    ),
+    (
+        "relu with an if in the closure",
+        "self.grad += (1.0 if self.data > 0 else 0.0) * out.grad",
+        "if self.data > 0:\n            self.grad += out.grad",
+    ),
+    ("exp slope via out.data", "self.grad += e * out.grad", "self.grad += out.data * out.grad"),
+    (
+        "exp slope via math.exp(x)",
+        "self.grad += e * out.grad",
+        "self.grad += math.exp(self.data) * out.grad",
+    ),
+    ("exp via math.e ** x", "e = math.exp(self.data)", "e = math.e**self.data"),
+    (
+        "exp with its own OverflowError",
+        "e = math.exp(self.data)",
+        """\
+if self.data > 709.78:
+        raise OverflowError(f"exp({self.data}) is too large for a float")
+    e = math.exp(self.data)""",
+    ),
+    (
+        "log domain message with repr",
+        'got {self.data}")\n    out = Value(math.log',
+        'not {self!r}")\n    out = Value(math.log',
+    ),
+    (
+        "log slope via division",
+        "self.grad += (1 / self.data) * out.grad",
+        "self.grad += out.grad / self.data",
+    ),
+    ("sigmoid via the tanh identity", NAIVE_SIGMOID, "    s = 0.5 * (1 + math.tanh(x / 2))\n"),
+    (
+        "sigmoid via exp(-|x|)",
+        NAIVE_SIGMOID,
+        """\
+    z = math.exp(-abs(x))
+    s = 1 / (1 + z) if x >= 0 else z / (1 + z)
+""",
+    ),
+    (
+        "sigmoid slope from out.data",
+        "self.grad += s * (1 - s) * out.grad",
+        "self.grad += out.data * (1 - out.data) * out.grad",
+    ),
+    (
+        "cos slope with -=",
+        "self.grad += -math.sin(self.data) * out.grad",
+        "self.grad -= math.sin(self.data) * out.grad",
+    ),
+    ("sqrt via ** 0.5", "r = math.sqrt(self.data)", "r = self.data**0.5"),
+    (
+        "sqrt as the node self ** 0.5",
+        """\
+    r = math.sqrt(self.data)
+    out = Value(r, (self,), "sqrt")
+
+    def _backward():
+        self.grad += 0.5 / r * out.grad
+
+    out._backward = _backward
+    return out""",
+        "    return self**0.5",
+    ),
+    (
+        "sqrt slope via x ** -0.5",
+        "self.grad += 0.5 / r * out.grad",
+        "self.grad += 0.5 * self.data**-0.5 * out.grad",
+    ),
+    (
+        "sqrt slope via out.data",
+        "self.grad += 0.5 / r * out.grad",
+        "self.grad += out.grad / (2 * out.data)",
+    ),
+    (
+        "sqrt domain message with an f-string format",
+        'raise ValueError(f"sqrt is only defined for numbers >= 0, got {self.data}")',
+        'raise ValueError(f"cannot take sqrt({self.data:.2f})")',
+    ),
+    (
+        "neuron with sum()",
+        "    n = b\n    for w, x in zip(ws, xs):\n        n = n + w * x\n",
+        "    n = sum((wi * xi for wi, xi in zip(ws, xs)), b)\n",
+    ),
+    (
+        "neuron adding the bias last",
+        "    n = b\n    for w, x in zip(ws, xs):\n        n = n + w * x\n",
+        "    n = sum(x * w for x, w in zip(xs, ws)) + b\n",
+    ),
+    (
+        "neuron starting from Value(0.0)",
+        "    n = b\n    for w, x in zip(ws, xs):\n",
+        "    n = Value(0.0) + b\n    for w, x in zip(ws, xs):\n",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return read(SOURCE, A)
+
+
+def test_solution_passes_every_check(solution):
+    assert failing_cells(solution, A) == {}
+
+
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+def test_hidden_tests_catch_bug(solution, name, old, new, cells):
+    failed = failing_cells(mutate(solution, old, new), A)
+    assert set(failed) == cells, failed
+    for message in failed.values():
+        assert all(len(line) < 90 for line in message.splitlines()), message
+
+
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_hidden_tests_accept_correct_variant(solution, name, old, new):
+    assert failing_cells(mutate(solution, old, new), A) == {}
+
+
+def hidden_message(nb, check: str, *args: str) -> str:
+    """The message of the hidden check ``check`` (run directly) on the notebook's work."""
+    ns = run_cells(nb, A, tests=False)
+    grader = load_grader_function()("lesson03")
+    with pytest.raises(AssertionError) as info:
+        getattr(grader, check)(*(ns[name] for name in args))
+    lines = info.value._render_traceback_()
+    assert lines[0].startswith("Hidden test failed: ")
+    assert all(len(line) < 90 for line in lines), lines
+    return "\n".join(lines)
+
+
+def test_visible_messages_name_the_input(solution):
+    overflow = failing_cells(mutate(solution, *BUGS[3][1:3]), A)[TANH]
+    assert overflow == "(1000 * a).tanh() raised OverflowError: math range error", overflow
+    sigmoid = failing_cells(mutate(solution, *BUGS[15][1:3]), A)[SIGMOID]
+    assert sigmoid.startswith("(-1000 * a).sigmoid() raised OverflowError"), sigmoid
+    kink = failing_cells(mutate(solution, *BUGS[5][1:3]), A)[RELU]
+    assert kink == "d(a.relu())/da at a=0: expected 0, got 1.", kink
+
+
+def test_hidden_messages_name_the_problem(solution):
+    """Straight from the hidden checks: the large input, the kink, the unnamed value."""
+    overflow = hidden_message(mutate(solution, *BUGS[3][1:3]), "tanh", "Value")
+    assert "Value(400).tanh() raised OverflowError" in overflow, overflow
+    assert "large inputs" in overflow
+    kink = hidden_message(mutate(solution, *BUGS[5][1:3]), "relu", "Value")
+    assert "at x = 0 relu has a kink" in kink, kink
+    unnamed = hidden_message(mutate(solution, *BUGS[11][1:3]), "exp_log", "Value")
+    assert "Value(0).log() raised ValueError, but its message should name" in unnamed, unnamed
+    no_grad = hidden_message(mutate(solution, *BUGS[17][1:3]), "sigmoid", "Value")
+    assert "is out.grad multiplied in?" in no_grad, no_grad
+    rebuilt = hidden_message(mutate(solution, *BUGS[-1][1:3]), "neuron", "neuron", "Value")
+    assert "do/dx1 should be" in rebuilt, rebuilt
+
+
+def test_blank_notebook_fails_each_check_with_one_line():
+    from helpers import NOTEBOOKS
+
+    failed = failing_cells(read(NOTEBOOKS, A), A)
+    assert set(failed) >= EXERCISES
+    for cell in EXERCISES:
+        message = failed[cell]
+        assert len(message.splitlines()) == 1 and len(message) < 90, message
+        assert "NotImplementedError" in message
+
+
+@pytest.mark.slow
+def test_nbgrader_grades_lesson03(tmp_path):
+    course = ScratchCourse(tmp_path, [A])
+    solution = read(SOURCE, A)
+    course.release(A)
+    blank = read(course.path / "notebooks", A)
+    course.submit("perfect", A, solution)
+    course.submit("blank", A, blank)
+    course.submit("relu_at_zero", A, mutate(solution, *BUGS[5][1:3]))
+    course.submit("tanh_identity", A, mutate(solution, *VARIANTS[11][1:3]))
+    scores = course.autograde(A)
+    full = course.max_scores(A)
+    assert sum(full.values()) == 16
+    assert scores["perfect"] == full
+    assert scores["tanh_identity"] == full
+    assert set(scores["blank"].values()) == {0.0}
+    assert scores["relu_at_zero"] == {**full, RELU: 0.0}
