@@ -1,0 +1,367 @@
+"""The students' JupyterLab, driven in headless Chromium.
+
+A real ``jupyter lab`` (started exactly as ``python -m autograder lab`` starts it, with the
+student settings) serves a scratch folder on 127.0.0.1. Every lesson, filled with its
+solution, must run top to bottom with no error output, show its graph drawings (SVG) and
+plots (images), print every visible check's success line and a self-check table of ✓.
+A blank lesson must show each check's one-line failure. Screenshots are saved in the
+``screenshots`` folder of the run's pytest temporary directory (the path is printed).
+
+Chromium is Debian's (/usr/bin/chromium, ``scripts/setup --test`` installs it); requests
+to anything but the local server are blocked, so the lab must work offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS
+
+from autograder import lab
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+LESSONS = sorted(p.name for p in NOTEBOOKS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+TIMEOUT = 120_000  # ms: generous, the machine may be busy
+CODE_PROMPTS = ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
+ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
+# ---- the working copy (fast) ---------------------------------------------------------
+
+
+def test_seed_copies_what_is_missing_and_keeps_student_work(tmp_path):
+    release = tmp_path / "notebooks"
+    (release / "01_a").mkdir(parents=True)
+    (release / "01_a" / "a.ipynb").write_text("blank a")
+    (release / "01_a" / "coursekit.py").write_text("kit v1")
+    (release / "README.md").write_text("not a lesson")
+    work = tmp_path / "my-work"
+    assert lab.seed(work, release) == ["01_a/a.ipynb", "01_a/coursekit.py"]
+    (work / "01_a" / "a.ipynb").write_text("my answers")
+    (release / "01_a" / "coursekit.py").write_text("kit v2")
+    (release / "02_b").mkdir()
+    (release / "02_b" / "b.ipynb").write_text("blank b")
+    assert lab.seed(work, release) == ["01_a/coursekit.py", "02_b/b.ipynb"]
+    assert (work / "01_a" / "a.ipynb").read_text() == "my answers"
+    assert (work / "01_a" / "coursekit.py").read_text() == "kit v2"
+    assert not (work / "README.md").exists()
+    assert lab.seed(work, release) == []
+
+
+def test_student_settings_turn_off_instructor_tools_and_keep_validate():
+    import json
+
+    page = json.loads((lab.LAB_CONFIG / "labconfig" / "page_config.json").read_text())
+    off = {k for k, v in page["disabledExtensions"].items() if v}
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= off
+    assert "@jupyter/nbgrader:validate-assignment" not in off
+    server = json.loads((lab.LAB_CONFIG / "jupyter_server_config.json").read_text())
+    ext = server["ServerApp"]["jpserver_extensions"]
+    assert ext["nbgrader.server_extensions.formgrader"] is False
+    assert ext["nbgrader.server_extensions.validate_assignment"] is True
+    env = lab.lab_env({"JUPYTER_CONFIG_PATH": "/elsewhere", "PATH": "/usr/bin"})
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(lab.LAB_CONFIG), "/elsewhere"]
+
+
+# ---- a student's server and browser --------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def solved_notebooks(name: str) -> list[Path]:
+    return sorted((SOLUTIONS / name).glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(base URL, screenshot folder) of a student JupyterLab on 127.0.0.1.
+
+    The root holds ``<lesson>-solved/<lesson>/`` for every lesson (a release folder with
+    the solution notebooks in it) and ``blank/<first lesson>/``. Each course folder holds
+    a single lesson, so each notebook's final self-check runs one notebook only.
+    """
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("/usr/bin/chromium is missing: scripts/setup --test installs it")
+        pytest.skip("needs Debian's chromium (scripts/setup --test)")
+    pytest.importorskip("playwright")
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    for name in LESSONS:
+        dest = root / f"{name}-solved" / name
+        shutil.copytree(NOTEBOOKS / name, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        for solved in solved_notebooks(name):
+            shutil.copy(solved, dest / solved.name)
+    shutil.copytree(NOTEBOOKS / LESSONS[0], root / "blank" / LESSONS[0])
+    shots = tmp_path_factory.mktemp("screenshots")
+    settings = base / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)  # every cell in the page, so the test can read them all
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+
+    env = lab.lab_env()
+    env.pop("COURSEKIT_NO_SELF_CHECK", None)
+    env.update(
+        JUPYTERLAB_SETTINGS_DIR=str(base / "lab-settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        IPYTHONDIR=str(base / "ipython"),
+    )
+    port = free_port()
+    cmd = lab.lab_command(root, [
+        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--no-browser",
+        "--IdentityProvider.token=", "--ServerApp.password=",  # 127.0.0.1 only
+    ])
+    log = (base / "server.log").open("w")
+    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not start:\n{(base / 'server.log').read_text()}")
+            time.sleep(0.5)
+        print(f"\nscreenshots: {shots}")
+        yield url, shots
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser_context(served, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    url = served[0]
+    outside: list[str] = []
+
+    def only_local(route):
+        if route.request.url.startswith((url, "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        context.set_default_timeout(TIMEOUT)
+        context.route("**/*", only_local)
+        try:
+            yield context, outside
+        finally:
+            context.close()
+
+
+def open_notebook(context, url: str, path: str):
+    page = context.new_page()
+    page.goto(f"{url}/lab/tree/{path}?reset")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    wait_idle(page)
+    return page
+
+
+def wait_idle(page) -> None:
+    """Until the kernel is connected and idle (the status bar says so; the toolbar's
+    indicator says "idle" before there is a kernel) and no cell is queued or running."""
+    page.wait_for_function(
+        """sel => (document.querySelector('.jp-StatusBar-Widget')?.innerText ?? '')
+                .includes('| Idle')
+            && ![...document.querySelectorAll(sel)].some(p => p.textContent.includes('*'))""",
+        arg=CODE_PROMPTS,
+    )
+
+
+def run_menu(page, item: str) -> None:
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(f".lm-Menu-itemLabel:text-is('{item}')")
+
+
+def code_cells(page) -> list[dict]:
+    """Each code cell's prompt, source and output text, as the page shows them."""
+    return page.eval_on_selector_all(
+        ".jp-Notebook .jp-CodeCell",
+        """cells => cells.map(c => ({
+            prompt: c.querySelector('.jp-InputPrompt')?.textContent.trim() ?? '',
+            source: c.querySelector('.cm-content')?.innerText ?? '',
+            outputs: [...c.querySelectorAll('.jp-OutputArea-output')].map(o => ({
+                mime: o.dataset.mimeType ?? '', text: o.innerText }))
+        }))""",
+    )
+
+
+def expected_media(notebooks: list[Path]) -> tuple[int, int]:
+    svg = png = 0
+    for path in notebooks:
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                svg += "image/svg+xml" in out.get("data", {})
+                png += "image/png" in out.get("data", {})
+    return svg, png
+
+
+def check_cell_count(notebooks: list[Path]) -> int:
+    return sum(
+        bool(c.metadata.get("nbgrader", {}).get("grade"))
+        for path in notebooks for c in nbformat.read(path, as_version=4).cells
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+@pytest.mark.parametrize("name", LESSONS)
+def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    url, shots = served
+    context, outside = browser_context
+    notebooks = solved_notebooks(name)
+    if not notebooks:
+        pytest.skip(f"no solutions/{name}: run make generate")
+    for nb_path in notebooks:
+        page = open_notebook(context, url, f"{name}-solved/{name}/{nb_path.name}")
+        try:
+            run_menu(page, "Run All Cells")
+            with contextlib.suppress(PlaywrightTimeout):  # it may be done already
+                page.wait_for_function(
+                    "s => [...document.querySelectorAll(s)].some(p => p.textContent.includes('*'))",
+                    arg=CODE_PROMPTS, timeout=10_000,
+                )
+            wait_idle(page)
+            cells = code_cells(page)
+            page.screenshot(path=str(shots / f"{name}-{nb_path.stem}-end.png"))
+            not_run = [c["source"][:60] for c in cells if not re.search(r"\[\d+\]", c["prompt"])]
+            assert not not_run, f"cells that did not run (an earlier cell failed?): {not_run}"
+            errors = [o["text"][:300] for c in cells for o in c["outputs"]
+                      if o["mime"] == "application/vnd.jupyter.stderr"]
+            assert not errors, f"error or stderr output in the solved {name}: {errors}"
+
+            svg, png = expected_media([nb_path])
+            shown_svg = page.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"]')
+            shown_png = page.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+            assert shown_svg.count() >= svg, "graph drawings missing"
+            assert shown_png.count() >= png, "plots missing"
+            for kind, items in (("svg", shown_svg), ("plot", shown_png)):
+                if items.count():
+                    items.first.scroll_into_view_if_needed()
+                    assert items.first.bounding_box()["height"] > 20, f"{kind} has no size"
+                    items.first.screenshot(path=str(shots / f"{name}-{nb_path.stem}-{kind}.png"))
+
+            # each check cell prints its success line, a line starting with ✓
+            source = nbformat.read(nb_path, as_version=4)
+            graded = [bool(c.metadata.get("nbgrader", {}).get("grade"))
+                      for c in source.cells if c.cell_type == "code"]
+            assert len(graded) == len(cells), "the page shows another notebook"
+            for is_check, cell in zip(graded, cells):
+                shown = "\n".join(o["text"] for o in cell["outputs"])
+                if is_check:
+                    assert re.search(r"^✓ ", shown, re.M), f"no ✓ line: {cell['source'][:80]}"
+            text = "\n".join(o["text"] for c in cells for o in c["outputs"])
+            n = sum(graded)
+            if "self_check()" in cells[-1]["source"]:  # test_selfcheck requires that cell
+                assert f"{n} of {n} exercises pass their visible checks." in text, text[-800:]
+            assert not outside, f"the lab tried to reach the network: {outside[:5]}"
+        finally:
+            page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_student_lab_has_validate_and_no_instructor_tools(served, browser_context):
+    url, shots = served
+    context, _ = browser_context
+    name = LESSONS[0]
+    (nb_path,) = solved_notebooks(name)[:1]
+    page = open_notebook(context, url, f"{name}-solved/{name}/{nb_path.name}")
+    try:
+        menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        assert "Run" in menus and "Nbgrader" not in menus
+        page.click(".jp-NotebookPanel-toolbar >> text=Validate")
+        dialog = page.locator(".jp-Dialog-content")
+        dialog.wait_for()
+        page.wait_for_function(
+            "() => /Success|failed|error/i.test("
+            "document.querySelector('.jp-Dialog-content')?.innerText ?? '')"
+        )
+        page.screenshot(path=str(shots / "validate.png"))
+        assert "Success! Your notebook passes all the tests." in dialog.inner_text()
+    finally:
+        page.close()
+    for route in ("formgrader", "assignments", "courses"):
+        with contextlib.suppress(urllib.error.HTTPError), \
+                urllib.request.urlopen(f"{url}/{route}", timeout=10) as r:
+            pytest.fail(f"/{route} answered {r.status}: instructor tools must be off")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_blank_lesson_shows_one_line_failures(served, browser_context):
+    url, shots = served
+    context, _ = browser_context
+    name = LESSONS[0]
+    (nb_path,) = sorted((NOTEBOOKS / name).glob("*.ipynb"))[:1]
+    page = open_notebook(context, url, f"blank/{name}/{nb_path.name}")
+    try:
+        # Run All stops at the first error, as it would for a student: run cell by cell.
+        page.click(".jp-Notebook .jp-Cell >> nth=0")
+        page.keyboard.press("Escape")
+        count = page.locator(".jp-Notebook .jp-Cell").count()
+        for _ in range(count):
+            page.keyboard.press("Shift+Enter")
+            wait_idle(page)
+        cells = code_cells(page)
+        page.screenshot(path=str(shots / f"blank-{name}-end.png"))
+        checks = [c for c in cells if c["source"].lstrip().startswith('"""Check:')]
+        assert len(checks) == check_cell_count([nb_path])
+        for cell in checks:
+            errors = [o["text"] for o in cell["outputs"]
+                      if o["mime"] == "application/vnd.jupyter.stderr"]
+            assert len(errors) == 1, cell["source"][:80]
+            lines = errors[0].strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("✗ "), errors[0][:500]
+            assert len(lines[0]) < 90
+        page.locator(f"{ERROR_OUTPUT} >> nth=0").screenshot(path=str(shots / "blank-check.png"))
+        (last,) = [c for c in cells if c["source"].strip().endswith("self_check()")]
+        table = "\n".join(o["text"] for o in last["outputs"])
+        assert f"0 of {len(checks)} exercises pass" in table, table
+        assert table.count("✗") == len(checks)
+    finally:
+        page.close()
