@@ -43,6 +43,14 @@ def _lab(args: argparse.Namespace) -> int:
     return lab(args.work, extra)
 
 
+def _slides(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .slides import main
+
+    return main(args.assignments or None, Path(args.out) if args.out else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -74,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .commands import add_grading_commands  # collect, grade, feedback, export, demo
 
     add_grading_commands(sub)
+
+    p = sub.add_parser("slides", help="reveal.js slides of every lesson in slides/ (offline)")
+    p.add_argument("assignments", nargs="*", help="only these (default: all)")
+    p.add_argument("--out", help="output folder (default: slides/)")
+    p.set_defaults(run=_slides)
 
     return parser
 
