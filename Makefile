@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PY := .venv/bin/python
 
-.PHONY: demo test quick setup setup-test generate lab grade bench lint
+.PHONY: demo test quick setup setup-test generate lab self-check slides grade bench lint
 
 demo: setup            ## set up, then grade the bundled demo class end to end
 	$(PY) -m autograder demo
@@ -24,8 +24,15 @@ setup-test:
 generate: setup        ## rebuild notebooks/ and solutions/ from source/
 	$(PY) -m autograder generate
 
-lab: setup             ## JupyterLab for students, on notebooks/
+lab: setup             ## JupyterLab for students, on their working copy my-work/
 	$(PY) -m autograder lab
+
+self-check: setup      ## every notebook's visible checks, as a progress table
+	$(PY) -m autograder self-check
+
+slides:                ## every lesson as offline reveal.js slides in slides/ (npm, once)
+	scripts/setup --slides
+	$(PY) -m autograder slides
 
 grade: setup           ## grade everything submitted (see README: Grading)
 	$(PY) -m autograder grade
