@@ -38,7 +38,8 @@ def self_check_cli(folder) -> subprocess.CompletedProcess:
 
 
 def rows(stdout: str) -> list[str]:
-    return [line for line in stdout.splitlines() if line[:1] in ("✓", "✗")]
+    """The table's exercise rows, without their indent."""
+    return [line.strip() for line in stdout.splitlines() if line.lstrip()[:1] in ("✓", "✗")]
 
 
 def check_cells(folder) -> int:
@@ -204,9 +205,10 @@ def test_cli_on_the_blank_release_fails_every_exercise_with_one_line(tmp_path):
     table = rows(proc.stdout)
     assert len(table) == check_cells(work)
     assert all(line.startswith("✗ ") for line in table), proc.stdout
-    for line in table:  # the message is on the row, or alone on the next line
-        i = lines.index(line)
-        message = line.split(maxsplit=3)[3] if len(line.split(maxsplit=3)) == 4 else lines[i + 1]
-        assert message.strip() and not message.startswith(("✓", "✗")), line
+    stripped = [line.strip() for line in lines]
+    for row in table:  # the message is on the row, or alone on the next line
+        parts = row.split(maxsplit=2)
+        message = parts[2] if len(parts) == 3 else stripped[stripped.index(row) + 1]
+        assert message and not message.startswith(("✓", "✗")), row
         assert "Traceback" not in message
     assert f"0 of {len(table)} exercises pass" in proc.stdout

@@ -354,9 +354,8 @@ def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
 
 def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
     """Run the visible checks of every lesson folder in ``folder`` (default: the folder
-    around the current lesson), showing a table row by row; return the rows."""
-    import nbformat
-
+    around the current lesson) and show them, a notebook at a time; return the rows
+    (notebook, exercise, passed, first failure message)."""
     course = _course_folder(folder)
     plan = []  # (lesson name, notebook path)
     for lesson in _lessons(course):
@@ -365,25 +364,22 @@ def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]
     if not plan:
         show(f"self_check: no lesson folders with notebooks in {course}.")
         return []
-    names = [
-        _exercise_name(c) for _, p in plan for c in nbformat.read(p, as_version=4).cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-    ]
-    w1 = max(len(n) for n, _ in plan)
-    w2 = max([len(n) for n in names] + [8])
     show(f"Visible checks of the notebooks in {course.name}/ (as last saved):")
     rows = []
     for name, path in plan:
-        for exercise, ok, message in visible_checks(path):
+        results = visible_checks(path)
+        show(f"{name}: {sum(ok for _, ok, _ in results)} of {len(results)} pass")
+        width = max(len(exercise) for exercise, _, _ in results) if results else 0
+        for exercise, ok, message in results:
             rows.append((name, exercise, ok, message))
-            line = f"{'✓' if ok else '✗'} {name:<{w1}}  {exercise:<{w2}}"
+            line = f"  {'✓' if ok else '✗'} {exercise:<{width}}"
             if not message:
                 show(line.rstrip())
             elif len(line) + 2 + len(message) <= WIDTH:
                 show(f"{line}  {message}")
             else:
                 show(line.rstrip())
-                show(f"    {_first_line(message, WIDTH - 4)}")
+                show(f"      {_first_line(message, WIDTH - 6)}")
     done = sum(ok for *_, ok, _ in rows)
     show(f"{done} of {len(rows)} exercises pass their visible checks.")
     if rows and done == len(rows):
@@ -407,3 +403,99 @@ def self_check(folder=None) -> None:
         print("self_check needs nbclient and nbformat: pip install nbclient nbformat")
         return
     self_check_table(folder)
+
+
+# ---- quiz answers: is an answer well-formed? (never whether it is right) ---------------
+
+__all__ += ["answer_problem", "check_answer"]
+
+
+def _shown(value: object, width: int = 30) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _is_number(x: object) -> bool:
+    from numbers import Real
+
+    return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def _listed(options) -> str:
+    quoted = [f'"{o}"' if isinstance(o, str) else str(o) for o in options]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def answer_problem(name: str, value: object, *, choices=None, kind=None, items=None,
+                   calls=()) -> tuple[str | None, object]:
+    """(problem, answer): why ``value`` is not a well-formed answer to question ``name``
+    (None if it is), and the answer in its usual form (``" B"`` becomes ``"b"``).
+
+    ``choices="abcd"``: one of these letters. ``kind=bool``: True or False. ``kind=float``:
+    a number. ``kind=int, choices=range(1, 9)``: a whole number from the range.
+    ``kind=list, items=[...]``: every item once, in some order. ``kind=callable``: a
+    function that returns a number for each argument tuple in ``calls``.
+    """
+    if value is None and kind is callable:
+        return f"{name} is not written yet: def {name}(...) in its answer cell.", None
+    if value is None:
+        return f"{name} is not answered yet: set it in its answer cell.", None
+    got = f"; got {_shown(value)}."
+    if isinstance(choices, str):
+        letter = value.strip().lower() if isinstance(value, str) else None
+        if letter is None or len(letter) != 1 or letter not in choices:
+            return f"{name} must be {_listed(choices)} (a letter in quotes){got}", None
+        return None, letter
+    if kind is bool:
+        if not isinstance(value, bool):
+            return f"{name} must be True or False (no quotes){got}", None
+        return None, value
+    if kind is float:
+        if not _is_number(value) or not math.isfinite(value):
+            return f"{name} must be a number such as 1.5 (no quotes){got}", None
+        return None, float(value)
+    if kind is int:
+        whole = _is_number(value) and math.isfinite(value) and float(value).is_integer()
+        if not whole or (choices is not None and int(value) not in choices):
+            span = f" from {min(choices)} to {max(choices)}" if choices is not None else ""
+            return f"{name} must be a whole number{span}{got}", None
+        return None, int(value)
+    if kind is list:
+        if not isinstance(value, (list, tuple)):
+            example = ", ".join(f'"{i}"' for i in sorted(items)[:2])
+            return f"{name} must be a list such as [{example}, ...]{got}", None
+        labels = [v.strip() if isinstance(v, str) else v for v in value]
+        for label in labels:
+            if label not in items:
+                return f"{name}: {_shown(label)} is not one of {', '.join(sorted(items))}.", None
+            if labels.count(label) > 1:
+                return f"{name} lists {_shown(label)} more than once.", None
+        missing = [i for i in sorted(items) if i not in labels]
+        if missing:
+            return f"{name} leaves out {_shown(missing[0])}: list all {len(items)}.", None
+        return None, labels
+    if kind is callable:
+        if not callable(value):
+            return f"{name} must be a function (def {name}(...): ...){got}", None
+        for args in calls:
+            where = f"{name}({', '.join(map(_num, args))})"
+            try:
+                result = value(*args)
+            except Exception as exc:
+                return f"{where} raised {_error(exc)}", None
+            if not _is_number(result) or not math.isfinite(result):
+                return f"{where} must return a number; got {_shown(result)}.", None
+        return None, value
+    raise ValueError(f"answer_problem: no kind of answer given for {name}")
+
+
+def check_answer(name: str, value: object, **spec) -> None:
+    """Stop with one line if ``value`` is not a well-formed answer to question ``name``
+    (see ``answer_problem`` for ``spec``); otherwise say so. It never tells whether the
+    answer is right: that is graded after you submit."""
+    problem, answer = answer_problem(name, value, **spec)
+    expect(problem is None, problem)
+    if callable(answer):
+        print(f"✓ {name} runs and returns numbers; it is graded after you submit.")
+    else:
+        print(f"✓ {name} = {_shown(answer, 40)}: a valid answer (graded after you submit).")
