@@ -80,8 +80,12 @@ def lab(work: Path | None = None, extra: list[str] | None = None) -> int:
         return 1
     changed = seed(work)
     where = work.relative_to(ROOT) if work.is_relative_to(ROOT) else work
-    if changed:
-        print(f"{where}/: added or updated {', '.join(changed)}")
+    for path in changed:
+        if path.endswith(".ipynb"):
+            print(f"new lesson notebook: {where}/{path}")
+    helpers = [p for p in changed if not p.endswith(".ipynb")]
+    if helpers:
+        print(f"course helper files copied or updated in {where}/: {len(helpers)}")
     print(f"Your notebooks are in {where}/ (your answers there are never overwritten).")
     venv_path()
     # cwd = the course root, so that Validate reads the course's nbgrader_config.py
