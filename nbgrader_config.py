@@ -21,10 +21,14 @@ c.CourseDirectory.release_directory = "notebooks"
 
 # Every grading kernel first runs autograder/kernel_startup.py, which gives hidden tests
 # `load_grader()`: the grading helpers and the reference engine, loaded from this folder by
-# absolute path, never from the submission folder or from sys.modules.
+# absolute path, never from the submission folder or from sys.modules. Then
+# autograder/kernel_guard.py undoes, before each cell, any change a student's code made to
+# builtins, math & co. or load_grader (and fails a test cell during which that happened).
+_KERNEL_FILES = [os.path.join(COURSE_ROOT, "autograder", name)
+                 for name in ("kernel_startup.py", "kernel_guard.py")]
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
-    f"--IPKernelApp.exec_files={[os.path.join(COURSE_ROOT, 'autograder', 'kernel_startup.py')]!r}",
+    f"--IPKernelApp.exec_files={_KERNEL_FILES!r}",
 ]
 c.Execute.timeout = 60  # seconds per cell
 c.Execute.interrupt_on_timeout = True
