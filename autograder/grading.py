@@ -354,8 +354,10 @@ EVENT_TEXT = {
     "wall": "the notebook ran out of its {wall} s time limit at {cell}",
     "memory": "{cell} ran out of memory (limit {memory})",
     "output": "{cell} printed too much; only the first {output} kept",
+    "tamper": "{cell} changed functions the tests rely on (undone; a test cell where this "
+              "happens scores 0)",
 }
-PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory"}
+PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "tamper"}
 
 
 def describe_cell(event: dict, nb) -> str:
@@ -958,6 +960,11 @@ def _grade(course, subs, problems, limits, jobs, force, work, stream, progress, 
         if subreaper:
             oslimits.reap_orphans(set())
         display.close()
+    changed = [a for a in used if grader_digest(a, course.source) != graders[a]]
+    if changed and coordinator.outcomes:  # an edit, or a submission writing to the grader
+        coordinator.failures.append(
+            f"the grader or the source of {', '.join(changed)} changed while grading: check "
+            "`git status`, then run `grade --force` for these assignments")
     return GradeReport(coordinator.outcomes + unchanged, problems, coordinator.failures,
                        len(coordinator.outcomes), len(unchanged), time.monotonic() - started)
 

@@ -43,6 +43,7 @@ from . import limits as oslimits  # noqa: E402
 RUNS: list[dict] = []  # what GuardedExecute saw in each notebook run of this process
 STUDENT = "student"  # the student id inside a private course (the real one may be anything)
 
+TAMPER = "which the tests rely on: it was undone"  # kernel_guard.py's message
 SKIPPED = ("this cell crashed or hung the grading kernel in an earlier run, so it was not "
            "run again")
 
@@ -133,6 +134,9 @@ class GuardedExecute(Execute):
                 self._event("wall" if self._wall_bound else "timeout", index, cell)
             if any(o.get("ename") == "MemoryError" for o in cell.outputs):
                 self._event("memory", index, cell)
+        if any(o.get("name") == "stderr" and TAMPER in o.get("text", "")
+               for o in cell.outputs):
+            self._event("tamper", index, cell)
         for name, size in self._dropped.items():
             stream = "stderr" if name == "stderr" else "stdout"
             cell.outputs.append(new_output("stream", name=stream, text=(
