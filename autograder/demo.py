@@ -1,0 +1,251 @@
+"""``python -m autograder demo`` (``make demo``): grade a small class end to end.
+
+It builds ``demo-class/`` (git-ignored) from the course's real notebooks: for every
+assignment with a generated ``solutions/`` and ``notebooks/`` folder, eight students hand in
+
+  ada        the solution                        full marks
+  katherine  the blank notebook                  zero, no problem
+  grace      a typical bug (`.grad =` for +=)    loses the checks that catch it
+  linus      half the exercises done             scores for the first half
+  margaret   a cell calling os._exit (a crash)   the crash cell is skipped, the rest graded
+  alan       an endless `while True` loop        stopped by the per-cell limit, rest graded
+  dennis     a truncated, malformed file         zero, with the reason
+  barbara    the solution, a day late            full marks, marked late
+
+as a Canvas-style zip per assignment. Then it runs what an instructor runs: ``collect``,
+``grade``, ``feedback``, ``export``, and prints the class table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import time
+import zipfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import nbformat
+
+from .course import NOTEBOOKS, ROOT, SOLUTIONS
+
+DEMO = ROOT / "demo-class"
+DUE = datetime(2026, 1, 15, 23, 59)
+
+STUDENTS = [
+    ("ada", "the solution", "full marks"),
+    ("katherine", "the blank notebook", "zero"),
+    ("grace", "a typical bug", "loses some checks"),
+    ("linus", "half the exercises", "about half"),
+    ("margaret", "a cell calling os._exit", "crash skipped, rest graded"),
+    ("alan", "an endless loop", "loop stopped, rest graded"),
+    ("dennis", "a malformed file", "zero, reason given"),
+    ("barbara", "the solution, late", "full marks, late"),
+]
+CANVAS_IDS = {name: (1000 + i, 5000 + i) for i, (name, _, _) in enumerate(STUDENTS)}
+
+
+def demo_assignments() -> list[str]:
+    from .course import assignments
+
+    out = []
+    for a in assignments():
+        if list((SOLUTIONS / a).glob("*.ipynb")) and list((NOTEBOOKS / a).glob("*.ipynb")):
+            out.append(a)
+    return out
+
+
+# ---- the synthetic submissions ---------------------------------------------------------
+
+
+def _gid(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _is_solution(cell) -> bool:
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def _copy(nb):
+    return nbformat.from_dict(json.loads(json.dumps(nb)))
+
+
+def half_done(solution, blank):
+    nb = _copy(solution)
+    stubs = {_gid(c): c for c in blank.cells if _is_solution(c)}
+    solved = [c for c in nb.cells if _is_solution(c)]
+    for cell in solved[math.ceil(len(solved) / 2):]:
+        if _gid(cell) in stubs:
+            cell.source = stubs[_gid(cell)].source
+            cell.outputs = []
+    return nb
+
+
+def typical_bug(solution, blank):
+    """`.grad = ...` wherever `.grad += ...` accumulates (else: the last exercise left
+    blank)."""
+    nb = _copy(solution)
+    changed = False
+    for cell in nb.cells:
+        if _is_solution(cell) and re.search(r"\.grad \+=", cell.source):
+            cell.source = re.sub(r"\.grad \+=", ".grad =", cell.source)
+            changed = True
+    if changed:
+        return nb
+    stubs = {_gid(c): c for c in blank.cells if _is_solution(c)}
+    last = [c for c in nb.cells if _is_solution(c) and _gid(c) in stubs][-1:]
+    for cell in last:
+        cell.source = stubs[_gid(cell)].source
+        cell.outputs = []
+    return nb
+
+
+def with_cell_after_first_test(solution, source: str):
+    nb = _copy(solution)
+    tests = [i for i, c in enumerate(nb.cells)
+             if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    at = tests[0] + 1 if tests else len(nb.cells)
+    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def submissions_for(assignment: str) -> dict[str, dict[str, bytes]]:
+    """{student: {notebook file name: bytes}}."""
+    out: dict[str, dict[str, bytes]] = {s: {} for s, _, _ in STUDENTS}
+    for path in sorted((SOLUTIONS / assignment).glob("*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        blank = nbformat.read(NOTEBOOKS / assignment / path.name, as_version=4)
+        text = nbformat.writes(solution)
+        made = {
+            "ada": solution,
+            "katherine": blank,
+            "grace": typical_bug(solution, blank),
+            "linus": half_done(solution, blank),
+            "margaret": with_cell_after_first_test(
+                solution, "import os\n\nos._exit(1)  # a debugging leftover"),
+            "alan": with_cell_after_first_test(
+                solution, "while True:  # waiting for something that never happens\n    pass"),
+            "barbara": solution,
+        }
+        for student, nb in made.items():
+            out[student][path.name] = nbformat.writes(nb).encode()
+        out["dennis"][path.name] = text[: int(len(text) * 0.6)].encode()
+    return out
+
+
+def build(assignments: list[str]) -> dict[str, Path]:
+    """demo-class/downloads/<assignment>.zip, named the way Canvas names files."""
+    downloads = DEMO / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    zips = {}
+    for a in assignments:
+        path = downloads / f"{a}.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for student, files in submissions_for(a).items():
+                user, sub = CANVAS_IDS[student]
+                late = "late_" if student == "barbara" else ""
+                for name, data in files.items():
+                    zf.writestr(f"{student}_{late}{user}_{sub}_{name}", data)
+        zips[a] = path
+    return zips
+
+
+def stamp_and_schedule(assignments: list[str]) -> None:
+    """Submission times (the LMS export has none) and a due date for each assignment."""
+    from nbgrader.api import Gradebook
+
+    from .grading import _cache_alembic_version, open_course
+
+    course = open_course(DEMO)
+    for a in assignments:
+        for student, _, _ in STUDENTS:
+            folder = course.submitted / student / a
+            if folder.is_dir():
+                when = DUE + (timedelta(hours=26) if student == "barbara" else
+                              timedelta(hours=-20))
+                (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S UTC"))
+    _cache_alembic_version()
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for a in assignments:
+            gb.update_or_create_assignment(a, duedate=DUE)
+
+
+# ---- the run ---------------------------------------------------------------------------
+
+
+def demo(jobs: int | None = None, keep: bool = False) -> int:
+    from .collect import collect, print_collect_report
+    from .export import export
+    from .feedback import feedback
+    from .grading import FAILED, grade, print_report
+    from .limits import Limits
+
+    started = time.monotonic()
+    assignments = demo_assignments()
+    if not assignments:
+        print("no assignment has solutions/ and notebooks/ yet: run `make generate` first")
+        return FAILED
+    if not keep and DEMO.exists():
+        shutil.rmtree(DEMO)
+    print(f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
+          f"{len(assignments)} assignment(s): {', '.join(assignments)}")
+    zips = build(assignments)
+    for a, path in zips.items():
+        print(f"\n== collect {a} {path.relative_to(ROOT)} --pattern canvas")
+        report = collect(a, [str(path)], pattern="canvas", root=DEMO, force=True)
+        print_collect_report(report)
+        if report.failure:
+            return FAILED
+    stamp_and_schedule(assignments)
+
+    print("\n== grade (10 s per cell in the demo; 60 s by default)")
+    limits = Limits(cell_timeout=10, wall=240)
+    graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True)
+    print_report(graded)
+    if graded.exit_code == FAILED:
+        return FAILED
+
+    print("\n== feedback")
+    fb = feedback(root=DEMO, jobs=jobs)
+    for line in fb.problems + fb.failures:
+        print(f"problem: {line}")
+    print(f"{len(fb.written)} feedback page(s) in {(DEMO / 'feedback').relative_to(ROOT)}/")
+    print("\n== export")
+    for path in export(root=DEMO):
+        print(f"wrote {path.relative_to(ROOT)}")
+
+    print("\n== the class\n")
+    print(class_table(graded.outcomes, assignments))
+    seconds = time.monotonic() - started
+    print(f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
+          "demo-class/exports/; `python -m autograder grade --course demo-class` again "
+          "changes nothing.")
+    return FAILED if fb.failures else 0
+
+
+def class_table(outcomes, assignments: list[str]) -> str:
+    by = {(o.student, o.assignment): o for o in outcomes}
+    short = [a.split("_", 1)[0] for a in assignments]
+    head = ["student", "submitted", "expected", *short, "total"]
+    rows = [head]
+    for student, what, expected in STUDENTS:
+        cells, total, best = [], 0.0, 0.0
+        for a in assignments:
+            o = by.get((student, a))
+            if o is None:
+                cells.append("-")
+                continue
+            mark = "!" if o.problem else ""
+            cells.append(f"{o.score:g}/{o.max_score:g}{mark}")
+            total += o.score
+            best += o.max_score
+        rows.append([student, what, expected, *cells, f"{total:g}/{best:g}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.append("(! = a problem the grader noted; the notes are in the table above, in "
+                 "feedback and in exports/grades.csv)")
+    return "\n".join(lines)
