@@ -79,7 +79,8 @@ def test_every_lesson_ends_with_the_self_check_cell(lesson):
     for path in sorted((SOURCE / lesson).glob("*.ipynb")):
         code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
         assert code, f"{path.name} has no code cells"
-        assert code[-1].source.strip() == SELF_CHECK_CELL, (
+        lines = [line.strip() for line in code[-1].source.splitlines() if line.strip()]
+        assert lines == SELF_CHECK_CELL.splitlines(), (
             f"source/{lesson}/{path.name}: the last code cell must be {SELF_CHECK_CELL!r}"
         )
         assert not code[-1].metadata.get("nbgrader", {}).get("grade"), "not a graded cell"
