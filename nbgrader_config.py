@@ -33,8 +33,17 @@ c.Execute.extra_arguments = [
 c.Execute.timeout = 60  # seconds per cell
 c.Execute.interrupt_on_timeout = True
 
-# A test cell a student deleted is put back before grading (and graded).
+# A test cell a student deleted is put back before grading (and graded). With this on,
+# nbgrader fails on duplicated cells unless DropEmptyMetadata runs after DeduplicateIds.
 c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "autograder.nbgrader_fixes.DropEmptyMetadata",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # Autograde copies every non-notebook file of source/<assignment>/ over the submission
 # (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.

@@ -309,17 +309,28 @@ def restore_cells(nb: nbformat.NotebookNode, exp: Expected) -> list[Note]:
     notes: list[Note] = []
     counts = Counter()
     changed, edited = [], []
-    for cell in nb.cells:
+    last = {}
+    for i, cell in enumerate(nb.cells):
         md = cell.get("metadata", {}).get("nbgrader")
         if md is None:
             continue
-        if not isinstance(md, dict):
-            del cell.metadata["nbgrader"]
+        if not isinstance(md, dict) or not isinstance(md.get("grade_id"), str):
+            del cell.metadata["nbgrader"]  # nbgrader's OverwriteCells fails on these
+            continue
+        last[md["grade_id"]] = i
+    for i, cell in enumerate(nb.cells):
+        md = cell.get("metadata", {}).get("nbgrader")
+        if md is None:
             continue
         spec = specs.get(md.get("grade_id"))
         if spec is None:
             continue  # nbgrader drops ids it does not know
         counts[spec.name] += 1
+        if last[spec.name] != i:
+            # A copy: only the last one stays a graded cell (as nbgrader's DeduplicateIds
+            # decides, but without leaving the empty metadata its OverwriteCells trips on).
+            del cell.metadata["nbgrader"]
+            continue
         canonical = spec.metadata()
         if any(md.get(k) != v for k, v in canonical.items() if k != "schema_version"):
             changed.append(spec.name)
