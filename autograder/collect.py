@@ -25,8 +25,8 @@ from pathlib import Path
 from traitlets import Dict
 
 PRESETS = {
-    # <student>/<notebook>.ipynb (a folder per student, at any depth below PATH)
-    "folders": r"(?:.*/)?(?P<student_id>[^/]+)/(?P<file_id>[^/]+\.ipynb)",
+    # <student>/<notebook>.ipynb (a folder per student; notebooks at any depth inside it)
+    "folders": r"(?P<student_id>[^/]+)/(?:.*/)?(?P<file_id>[^/]+\.ipynb)",
     # <student>.ipynb, for an assignment with one notebook
     "student": r"(?P<student_id>[^/]+)\.ipynb",
     # Canvas: <login>_[late_]<user id>_<submission id>_<file name>
@@ -43,7 +43,7 @@ inside the PATH it came from (inside the zip for a zip file; '/' separators). It
 have (?P<student_id>...); (?P<file_id>...) names the notebook (optional when the assignment
 has one notebook: any .ipynb is taken as that one); (?P<timestamp>...) is optional (when a
 student has several copies, the newest is kept). Presets:
-  folders  alice/value.ipynb             a folder per student
+  folders  alice/value.ipynb             a folder per student (alice/work/value.ipynb too)
   student  alice.ipynb                   files named by student (one-notebook assignments)
   canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...)
   moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb

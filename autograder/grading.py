@@ -193,17 +193,17 @@ def discover(course: Course, assignments: list[str] | None, students: list[str] 
     known = set(course.assignments())
     wanted_a = list(dict.fromkeys(assignments or []))
     wanted_s = list(dict.fromkeys(students or []))
-    problems = [f"no assignment {a!r} in {course.source}" for a in wanted_a if a not in known]
+    problems: list[str] = []
     found: list[Submission] = []
     if not course.submitted.is_dir():
         return [], [*problems, f"{course.submitted} does not exist: nothing was submitted"]
     for sdir in sorted(course.submitted.iterdir(), key=lambda p: p.name):
         if sdir.name.startswith(".") and sdir.name in (".ipynb_checkpoints", ".DS_Store"):
             continue
+        if wanted_s and sdir.name not in wanted_s:
+            continue
         if not sdir.is_dir():
             problems.append(f"submitted/{sdir.name} is a file, not a student folder: not graded")
-            continue
-        if wanted_s and sdir.name not in wanted_s:
             continue
         if sdir.name.startswith("."):
             problems.append(f"submitted/{sdir.name}: a hidden folder is not a student: "
@@ -896,6 +896,10 @@ def grade(
     course = open_course(root, db_url)
     limits = limits or oslimits.Limits(cell_timeout=_config_timeout(course))
     jobs = jobs or len(os.sched_getaffinity(0))
+    unknown = [a for a in assignments or [] if a not in course.assignments()]
+    if unknown:
+        raise GraderError(f"no assignment {', '.join(unknown)} in {course.source} "
+                          f"(there are: {', '.join(course.assignments())})")
     with course_lock(course):
         clean_leftovers(course)
         subs, problems = discover(course, assignments, students)
