@@ -1,0 +1,158 @@
+"""Benchmark: `python -m autograder grade` against serial `nbgrader autograde`, and against
+the floor of running the same notebooks with nbclient, measured in one run.
+
+    .venv/bin/python benchmarks/grading_throughput.py           # 6 submissions per assignment
+    .venv/bin/python benchmarks/grading_throughput.py --n 12    # more, for steadier numbers
+
+For every assignment with generated solutions/ and notebooks/, N synthetic submissions
+(the solution, a typical bug, half done, blank, in turn) are graded four ways, each from
+scratch (fresh gradebook, nothing autograded yet), in a private copy of the course:
+
+  (a) serial:  `nbgrader autograde <assignment>` for each assignment, one after the other
+               (its `generate_assignment` is done beforehand and not timed);
+  (b) ours:    `python -m autograder grade --jobs <cores>` (everything included: reading
+               the gradebook, generate_assignment into it, workers starting, merging);
+  (c) ours, one worker: `python -m autograder grade --jobs 1`;
+  (d) floor:   for each notebook exactly as the grader runs it (test cells with hidden
+               tests, taken from (a)'s autograded/), start a kernel with the same options
+               and run it with nbclient, one after the other; Python's start-up and
+               imports are not counted.
+
+Printed: throughput (a)/(b) (target >= 1.6 on 2 cores) and the per-notebook cost
+(c)/N against (d)/N (target <= 1.3). The machine may be shared: the load average is
+printed, and only ratios measured in the same run mean anything. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+from autograder.course import NOTEBOOKS, SOLUTIONS  # noqa: E402
+from autograder.demo import demo_assignments, half_done, typical_bug  # noqa: E402
+
+
+def copy_course(dest: Path) -> None:
+    dest.mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", dest)
+    skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
+    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=skip)
+    shutil.copytree(ROOT / "source", dest / "source", ignore=skip)  # links become files
+
+
+def make_class(course: Path, assignments: list[str], n: int) -> int:
+    count = 0
+    for a in assignments:
+        for path in sorted((SOLUTIONS / a).glob("*.ipynb")):
+            solution = nbformat.read(path, as_version=4)
+            blank = nbformat.read(NOTEBOOKS / a / path.name, as_version=4)
+            kinds = [solution, typical_bug(solution, blank), half_done(solution, blank), blank]
+            for i in range(n):
+                folder = course / "submitted" / f"student{i:03d}" / a
+                folder.mkdir(parents=True, exist_ok=True)
+                nbformat.write(kinds[i % len(kinds)], folder / path.name)
+                count += 1
+    return count
+
+
+def env() -> dict:
+    bindir = str(Path(sys.executable).parent)
+    return dict(os.environ, PATH=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        print(proc.stdout[-2000:], proc.stderr[-3000:], sep="\n")
+        raise SystemExit(f"{' '.join(cmd[:4])} failed ({proc.returncode})")
+    return seconds
+
+
+def floor(course: Path, graded: list[Path], extra_arguments: list[str], timeout: int) -> float:
+    from nbclient import NotebookClient
+
+    total = 0.0
+    for path in graded:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        run_dir = tempfile.mkdtemp(dir=course)
+        for extra in path.parent.iterdir():
+            if extra.suffix != ".ipynb" and extra.is_file():
+                shutil.copy(extra, run_dir)
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                extra_arguments=extra_arguments,
+                                resources={"metadata": {"path": run_dir}})
+        start = time.perf_counter()
+        client.execute()
+        total += time.perf_counter() - start
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=6, help="submissions per assignment")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = parser.parse_args()
+    assignments = demo_assignments()
+    if not assignments:
+        raise SystemExit("no assignment has solutions/ and notebooks/: run make generate")
+    work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
+    print(f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
+          f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}")
+    try:
+        course = work / "course"
+        copy_course(course)
+        n = make_class(course, assignments, args.n)
+        py = sys.executable
+        for a in assignments:  # (a) needs the cells in its gradebook first
+            timed([py, "-m", "nbgrader", "generate_assignment", a, "--force"], course)
+        serial = sum(timed([py, "-m", "nbgrader", "autograde", a, "--force"], course)
+                     for a in assignments)
+        graded = sorted((course / "autograded").glob("*/*/*.ipynb"))
+        print(f"(a) serial nbgrader autograde: {serial:7.1f} s for {n} notebooks")
+
+        results = {}
+        for jobs in (args.jobs, 1):
+            ours = work / f"ours-{jobs}"
+            shutil.copytree(course / "submitted", ours / "submitted")
+            results[jobs] = timed([py, "-m", "autograder", "grade", "--jobs", str(jobs), "-q",
+                                   "--course", str(ours)], course)
+            label = "(b)" if jobs == args.jobs else "(c)"
+            print(f"{label} autograder grade --jobs {jobs}:  {results[jobs]:7.1f} s")
+
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+        bottom = floor(course, graded, list(config.Execute.extra_arguments),
+                       int(config.Execute.timeout))
+        print(f"(d) floor, nbclient one by one:  {bottom:7.1f} s for {len(graded)} notebooks")
+
+        print(f"\nthroughput, serial nbgrader / ours with {args.jobs} workers: "
+              f"{serial / results[args.jobs]:.2f}x   (target >= 1.6 on 2 cores)")
+        per_ours, per_floor = results[1] / n, bottom / len(graded)
+        print(f"per notebook, ours with 1 worker / floor: {per_ours:.2f} s / {per_floor:.2f} s "
+              f"= {per_ours / per_floor:.2f}x   (target <= 1.3)")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
