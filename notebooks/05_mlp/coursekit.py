@@ -1,0 +1,501 @@
+"""Helpers for the course notebooks: the visible checks, and drawing a graph of Values.
+
+Every lesson folder has this file beside its notebook. A check either returns quietly or
+stops with one plain sentence saying what is wrong: which expression, what was expected,
+what your engine gave.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+__all__ = [
+    "CheckFailed",
+    "call",
+    "check",
+    "check_close",
+    "check_raises",
+    "draw_graph",
+    "expect",
+    "graph_nodes",
+    "passed",
+    "run_closures",
+    "self_check",
+]
+
+
+class CheckFailed(AssertionError):
+    """A visible check that did not pass. Jupyter shows just its message."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython prints these lines, no traceback
+        return [f"✗ {line}" if i == 0 else f"  {line}" for i, line in enumerate(_lines(self))]
+
+
+def _lines(exc: BaseException) -> list[str]:
+    return str(exc).splitlines() or [type(exc).__name__]
+
+
+def _num(x: object) -> str:
+    if isinstance(x, float) and math.isfinite(x):
+        return f"{x:.6g}"
+    return repr(x) if len(repr(x)) < 40 else repr(x)[:37] + "..."
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, NotImplementedError):
+        return "NotImplementedError (fill in the exercise above)"
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def expect(condition: object, message: str) -> None:
+    """Stop with ``message`` unless ``condition`` is true."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+def is_close(got: object, expected: float, tol: float = 1e-6) -> bool:
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return False
+    if math.isnan(expected):
+        return math.isnan(got)
+    if math.isinf(expected) or math.isinf(got):
+        return got == expected
+    return abs(got - expected) <= tol * max(1.0, abs(expected))
+
+
+def check_close(what: str, got: object, expected: float, tol: float = 1e-6) -> None:
+    """Stop unless ``got`` is within ``tol`` (relative) of ``expected``."""
+    expect(is_close(got, expected, tol), f"{what}: expected {_num(expected)}, got {_num(got)}.")
+
+
+def call(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)``, but an exception becomes one line naming ``fn``."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        name = getattr(fn, "__name__", "your function")
+        raise CheckFailed(f"{name} raised {_error(exc)}") from None
+
+
+def passed(what: str) -> None:
+    """The success line of a visible test."""
+    print(f"✓ {what}: the visible checks pass.")
+
+
+# ---- backpropagation without backward() (lesson 1) -------------------------------------
+
+
+def graph_nodes(root) -> list:
+    """Every node that ``root`` depends on, through ``_prev``, each after its parents."""
+    order: list = []
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            for parent in getattr(node, "_prev", ()) or ():
+                if id(parent) not in seen:
+                    stack.append((parent, False))
+    return order
+
+
+def run_closures(root, seed: float = 1.0) -> None:
+    """Set ``root.grad = seed``, then call every node's ``_backward()``, outputs first.
+
+    This is what ``backward()`` will do once you write it in lesson 2.
+    """
+    root.grad = seed
+    for node in reversed(graph_nodes(root)):
+        fn = getattr(node, "_backward", None)
+        if callable(fn):
+            fn()
+
+
+def _backpropagate(root) -> None:
+    """The student's ``backward()`` if the class has one yet, else the closures."""
+    if callable(getattr(type(root), "backward", None)):
+        root.backward()
+    else:
+        run_closures(root)
+
+
+# ---- one check for an expression -------------------------------------------------------
+
+
+def check(
+    Value: type,
+    expression: str,
+    inputs: Mapping[str, float],
+    data: float,
+    grads: Mapping[str, float] | None = None,
+    backprop: Callable | None = None,
+) -> None:
+    """Build ``expression`` from Values named in ``inputs`` and check it.
+
+    Checks the output's ``data``, then backpropagates (your ``backward()`` if Value has
+    one, otherwise each node's ``_backward``) and checks the gradients named in ``grads``.
+    Example: ``check(Value, "a * b", {"a": 2.0, "b": -3.0}, data=-6.0,
+    grads={"a": -3.0, "b": 2.0})``.
+    """
+    try:
+        names = {k: Value(v) for k, v in inputs.items()}
+    except Exception as exc:
+        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+    where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
+    try:
+        out = eval(expression, {"math": math}, dict(names))
+    except Exception as exc:
+        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+    got = getattr(out, "data", out)
+    expect(
+        is_close(got, data),
+        f"{expression} at {where}: expected data {_num(data)}, got {_num(got)}.",
+    )
+    if not grads:
+        return
+    try:
+        (backprop or _backpropagate)(out)
+    except Exception as exc:
+        raise CheckFailed(f"backpropagating {expression} raised {_error(exc)}") from None
+    for name, want in grads.items():
+        g = names[name].grad
+        expect(
+            is_close(g, want),
+            f"d({expression})/d{name} at {where}: expected {_num(want)}, got {_num(g)}.",
+        )
+
+
+def check_raises(
+    Value: type,
+    expression: str,
+    inputs: Mapping[str, float],
+    error: type[Exception],
+    mentions: str = "",
+) -> None:
+    """Build ``expression`` from Values named in ``inputs``: it must raise ``error``, with
+    ``mentions`` in its message. Example: ``check_raises(Value, "a.log()", {"a": -2.0},
+    ValueError, mentions="-2")``.
+    """
+    try:
+        names = {k: Value(v) for k, v in inputs.items()}
+    except Exception as exc:
+        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+    where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
+    try:
+        out = eval(expression, {"math": math}, dict(names))
+    except error as exc:
+        expect(
+            mentions in str(exc),
+            f"{expression} at {where} raised {error.__name__}, but its message should\n"
+            f"name the value {mentions}; it says {_num(str(exc))}.",
+        )
+        return
+    except NotImplementedError as exc:
+        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+    except Exception as exc:
+        raise CheckFailed(
+            f"{expression} at {where} should raise {error.__name__}, not\n{_error(exc)}."
+        ) from None
+    got = getattr(out, "data", out)
+    raise CheckFailed(
+        f"{expression} at {where} should raise {error.__name__}, but it gave {_num(got)}."
+    )
+
+
+# ---- drawing ---------------------------------------------------------------------------
+
+DOT_MISSING = (
+    "Drawing needs Graphviz's `dot` program, which is not installed.\n"
+    "Install it, then run this cell again:\n"
+    "  Debian/Ubuntu: sudo apt-get install graphviz   macOS: brew install graphviz\n"
+    "  conda: conda install -c conda-forge graphviz"
+)
+
+
+def draw_graph(root, rankdir: str = "LR"):
+    """Draw every node ``root`` depends on: a box per Value (label, data, grad) and a
+    circle per operation. Returns an SVG that Jupyter shows inline."""
+    try:
+        import graphviz
+    except ImportError:
+        print("Drawing needs the graphviz Python package: pip install graphviz")
+        return None
+    dot = graphviz.Digraph(graph_attr={"rankdir": rankdir}, node_attr={"fontsize": "11"})
+    for node in graph_nodes(root):
+        uid = str(id(node))
+        label = getattr(node, "label", "") or ""
+        text = f"{label} | " if label else ""
+        text += f"data {_num(float(node.data))} | grad {_num(float(node.grad))}"
+        dot.node(uid, "{ " + text + " }", shape="record")
+        op = getattr(node, "_op", "")
+        if op:
+            dot.node(uid + op, op, shape="circle", width="0.3")
+            dot.edge(uid + op, uid)
+        for parent in getattr(node, "_prev", ()) or ():
+            dot.edge(str(id(parent)), uid + op if op else uid)
+    try:
+        svg = dot.pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
+        print(DOT_MISSING)
+        return None
+    from IPython.display import SVG
+
+    return SVG(svg)
+
+
+# ---- self-check: the visible checks of every notebook, as a progress table -------------
+
+SKIP_SELF_CHECK = "COURSEKIT_NO_SELF_CHECK"  # set while grading or generating: do nothing
+WIDTH = 89  # no printed line is longer (students read them in a notebook)
+
+
+def _running_unattended() -> bool:
+    """True while grading, validating or generating, where self_check must do nothing.
+
+    nbgrader, nbclient and nbconvert start their kernels with an in-memory history;
+    JupyterLab's kernels keep a history file.
+    """
+    import os
+
+    if os.environ.get(SKIP_SELF_CHECK):
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    history = getattr(shell, "history_manager", None)
+    return str(getattr(history, "hist_file", "")) == ":memory:"
+
+
+def _course_folder(folder=None):
+    """The folder holding the lesson folders: ``folder``, or found from the current one."""
+    from pathlib import Path
+
+    here = Path(folder) if folder is not None else Path.cwd()
+    if any(here.glob("*.ipynb")) and (here / "coursekit.py").exists():
+        return here.parent  # a lesson folder, like my-work/01_value
+    return here
+
+
+def _lessons(course) -> list:
+    if not course.is_dir():
+        return []
+    return sorted(
+        p for p in course.iterdir()
+        if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob("*.ipynb"))
+    )
+
+
+def _first_line(text: str, width: int) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _failure(output) -> str:
+    """One line for an error output: its message, or its name when the message is empty."""
+    import re
+
+    if output.ename in ("CellTimeoutError", "KeyboardInterrupt", "DeadKernelError"):
+        return "did not finish in time (an endless loop?)"
+    if output.ename in ("CheckFailed", "GradingFailure"):
+        return _first_line(output.evalue, WIDTH)
+    message = re.sub(r"\x1b\[[0-9;]*m", "", f"{output.ename}: {output.evalue}".rstrip(": "))
+    return _first_line(message, WIDTH)
+
+
+def _exercise_name(cell) -> str:
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
+    return grade_id.split("test_", 1)[-1]
+
+
+def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
+    """Run the notebook at ``path`` in a fresh kernel (in its own folder, as saved) and
+    return (exercise, passed, first failure message) for each of its check cells."""
+    import logging
+    import os
+    import subprocess
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    log = logging.getLogger("coursekit.self_check")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    client = NotebookClient(
+        nb, timeout=timeout, interrupt_on_timeout=True, allow_errors=True,
+        kernel_name="python3", log=log, resources={"metadata": {"path": str(path.parent)}},
+    )
+    env = dict(os.environ, **{SKIP_SELF_CHECK: "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    try:
+        client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except Exception as exc:  # the kernel died or never started: report it, carry on
+        problem = _first_line(f"could not run: {type(exc).__name__}: {exc}", WIDTH)
+        return [(_exercise_name(c), False, problem) for c in tests] or [("-", False, problem)]
+    results = []
+    for cell in tests:
+        errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+        if cell.get("execution_count") is None and not errors:
+            results.append((_exercise_name(cell), False, "did not run"))
+        else:
+            message = _failure(errors[0]) if errors else ""
+            results.append((_exercise_name(cell), not errors, message))
+    return results
+
+
+def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
+    """Run the visible checks of every lesson folder in ``folder`` (default: the folder
+    around the current lesson) and show them, a notebook at a time; return the rows
+    (notebook, exercise, passed, first failure message)."""
+    course = _course_folder(folder)
+    plan = []  # (lesson name, notebook path)
+    for lesson in _lessons(course):
+        paths = sorted(lesson.glob("*.ipynb"))
+        plan += [(lesson.name if len(paths) == 1 else f"{lesson.name}/{p.stem}", p) for p in paths]
+    if not plan:
+        show(f"self_check: no lesson folders with notebooks in {course}.")
+        return []
+    show(f"Visible checks of the notebooks in {course.name}/ (as last saved):")
+    rows = []
+    for name, path in plan:
+        results = visible_checks(path)
+        show(f"{name}: {sum(ok for _, ok, _ in results)} of {len(results)} pass")
+        width = max(len(exercise) for exercise, _, _ in results) if results else 0
+        for exercise, ok, message in results:
+            rows.append((name, exercise, ok, message))
+            line = f"  {'✓' if ok else '✗'} {exercise:<{width}}"
+            if not message:
+                show(line.rstrip())
+            elif len(line) + 2 + len(message) <= WIDTH:
+                show(f"{line}  {message}")
+            else:
+                show(line.rstrip())
+                show(f"      {_first_line(message, WIDTH - 6)}")
+    done = sum(ok for *_, ok, _ in rows)
+    show(f"{done} of {len(rows)} exercises pass their visible checks.")
+    if rows and done == len(rows):
+        show("Well done! The hidden tests will try more cases when your work is graded.")
+    return rows
+
+
+def self_check(folder=None) -> None:
+    """Print your progress: every lesson notebook's visible checks, run in a fresh kernel.
+
+    It checks the notebooks as saved, so save first (Ctrl+S). While a notebook is being
+    graded, validated or generated it only prints one line.
+    """
+    if _running_unattended():
+        print("self_check: skipped (this notebook is being run automatically).")
+        return
+    try:
+        import nbclient  # noqa: F401
+        import nbformat  # noqa: F401
+    except ImportError:
+        print("self_check needs nbclient and nbformat: pip install nbclient nbformat")
+        return
+    self_check_table(folder)
+
+
+# ---- quiz answers: is an answer well-formed? (never whether it is right) ---------------
+
+__all__ += ["answer_problem", "check_answer"]
+
+
+def _shown(value: object, width: int = 30) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _is_number(x: object) -> bool:
+    from numbers import Real
+
+    return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def _listed(options) -> str:
+    quoted = [f'"{o}"' if isinstance(o, str) else str(o) for o in options]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def answer_problem(name: str, value: object, *, choices=None, kind=None, items=None,
+                   calls=()) -> tuple[str | None, object]:
+    """(problem, answer): why ``value`` is not a well-formed answer to question ``name``
+    (None if it is), and the answer in its usual form (``" B"`` becomes ``"b"``).
+
+    ``choices="abcd"``: one of these letters. ``kind=bool``: True or False. ``kind=float``:
+    a number. ``kind=int, choices=range(1, 9)``: a whole number from the range.
+    ``kind=list, items=[...]``: every item once, in some order. ``kind=callable``: a
+    function that returns a number for each argument tuple in ``calls``.
+    """
+    if value is None and kind is callable:
+        return f"{name} is not written yet: def {name}(...) in its answer cell.", None
+    if value is None:
+        return f"{name} is not answered yet: set it in its answer cell.", None
+    got = f"; got {_shown(value)}."
+    if isinstance(choices, str):
+        letter = value.strip().lower() if isinstance(value, str) else None
+        if letter is None or len(letter) != 1 or letter not in choices:
+            return f"{name} must be {_listed(choices)} (a letter in quotes){got}", None
+        return None, letter
+    if kind is bool:
+        if not isinstance(value, bool):
+            return f"{name} must be True or False (no quotes){got}", None
+        return None, value
+    if kind is float:
+        if not _is_number(value) or not math.isfinite(value):
+            return f"{name} must be a number such as 1.5 (no quotes){got}", None
+        return None, float(value)
+    if kind is int:
+        whole = _is_number(value) and math.isfinite(value) and float(value).is_integer()
+        if not whole or (choices is not None and int(value) not in choices):
+            span = f" from {min(choices)} to {max(choices)}" if choices is not None else ""
+            return f"{name} must be a whole number{span}{got}", None
+        return None, int(value)
+    if kind is list:
+        if not isinstance(value, (list, tuple)):
+            example = ", ".join(f'"{i}"' for i in sorted(items)[:2])
+            return f"{name} must be a list such as [{example}, ...]{got}", None
+        labels = [v.strip() if isinstance(v, str) else v for v in value]
+        for label in labels:
+            if label not in items:
+                return f"{name}: {_shown(label)} is not one of {', '.join(sorted(items))}.", None
+            if labels.count(label) > 1:
+                return f"{name} lists {_shown(label)} more than once.", None
+        missing = [i for i in sorted(items) if i not in labels]
+        if missing:
+            return f"{name} leaves out {_shown(missing[0])}: list all {len(items)}.", None
+        return None, labels
+    if kind is callable:
+        if not callable(value):
+            return f"{name} must be a function (def {name}(...): ...){got}", None
+        for args in calls:
+            where = f"{name}({', '.join(map(_num, args))})"
+            try:
+                result = value(*args)
+            except Exception as exc:
+                return f"{where} raised {_error(exc)}", None
+            if not _is_number(result) or not math.isfinite(result):
+                return f"{where} must return a number; got {_shown(result)}.", None
+        return None, value
+    raise ValueError(f"answer_problem: no kind of answer given for {name}")
+
+
+def check_answer(name: str, value: object, **spec) -> None:
+    """Stop with one line if ``value`` is not a well-formed answer to question ``name``
+    (see ``answer_problem`` for ``spec``); otherwise say so. It never tells whether the
+    answer is right: that is graded after you submit."""
+    problem, answer = answer_problem(name, value, **spec)
+    expect(problem is None, problem)
+    if callable(answer):
+        print(f"✓ {name} runs and returns numbers; it is graded after you submit.")
+    else:
+        print(f"✓ {name} = {_shown(answer, 40)}: a valid answer (graded after you submit).")
