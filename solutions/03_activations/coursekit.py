@@ -44,7 +44,7 @@ def _num(x: object) -> str:
 
 def _error(exc: BaseException) -> str:
     if isinstance(exc, NotImplementedError):
-        return "NotImplementedError (fill in the exercise above)"
+        return "NotImplementedError (not written yet)"
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return text if len(text) < 60 else text[:57] + "..."
 
@@ -354,9 +354,8 @@ def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
 
 def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
     """Run the visible checks of every lesson folder in ``folder`` (default: the folder
-    around the current lesson), showing a table row by row; return the rows."""
-    import nbformat
-
+    around the current lesson) and show them, a notebook at a time; return the rows
+    (notebook, exercise, passed, first failure message)."""
     course = _course_folder(folder)
     plan = []  # (lesson name, notebook path)
     for lesson in _lessons(course):
@@ -365,25 +364,22 @@ def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]
     if not plan:
         show(f"self_check: no lesson folders with notebooks in {course}.")
         return []
-    names = [
-        _exercise_name(c) for _, p in plan for c in nbformat.read(p, as_version=4).cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-    ]
-    w1 = max(len(n) for n, _ in plan)
-    w2 = max([len(n) for n in names] + [8])
     show(f"Visible checks of the notebooks in {course.name}/ (as last saved):")
     rows = []
     for name, path in plan:
-        for exercise, ok, message in visible_checks(path):
+        results = visible_checks(path)
+        show(f"{name}: {sum(ok for _, ok, _ in results)} of {len(results)} pass")
+        width = max(len(exercise) for exercise, _, _ in results) if results else 0
+        for exercise, ok, message in results:
             rows.append((name, exercise, ok, message))
-            line = f"{'✓' if ok else '✗'} {name:<{w1}}  {exercise:<{w2}}"
+            line = f"  {'✓' if ok else '✗'} {exercise:<{width}}"
             if not message:
                 show(line.rstrip())
             elif len(line) + 2 + len(message) <= WIDTH:
                 show(f"{line}  {message}")
             else:
                 show(line.rstrip())
-                show(f"    {_first_line(message, WIDTH - 4)}")
+                show(f"      {_first_line(message, WIDTH - 6)}")
     done = sum(ok for *_, ok, _ in rows)
     show(f"{done} of {len(rows)} exercises pass their visible checks.")
     if rows and done == len(rows):
@@ -443,7 +439,7 @@ def answer_problem(name: str, value: object, *, choices=None, kind=None, items=N
     if value is None and kind is callable:
         return f"{name} is not written yet: def {name}(...) in its answer cell.", None
     if value is None:
-        return f"{name} is not answered yet: write {name} = ... in its answer cell.", None
+        return f"{name} is not answered yet: set it in its answer cell.", None
     got = f"; got {_shown(value)}."
     if isinstance(choices, str):
         letter = value.strip().lower() if isinstance(value, str) else None

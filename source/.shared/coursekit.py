@@ -44,7 +44,7 @@ def _num(x: object) -> str:
 
 def _error(exc: BaseException) -> str:
     if isinstance(exc, NotImplementedError):
-        return "NotImplementedError (fill in the exercise above)"
+        return "NotImplementedError (not written yet)"
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return text if len(text) < 60 else text[:57] + "..."
 
