@@ -275,6 +275,9 @@ def auto_scores(course: Course, assignment: str) -> dict[str, float]:
     from nbgrader.api import Gradebook, MissingEntry
 
     out = {}
+    if course.db_url.startswith("sqlite:///") and not Path(
+            course.db_url.removeprefix("sqlite:///")).exists():
+        return out  # no gradebook yet (and no need to create one just to read it)
     with Gradebook(course.db_url, course.course_id) as gb:
         try:
             subs = gb.assignment_submissions(assignment)
@@ -591,13 +594,25 @@ class Coordinator:
         while len(self.workers) < min(n, self.jobs):
             self.spawn()
 
+    def template(self, assignment: str) -> Path:
+        """The assignment's template gradebook, made (and the course gradebook updated) the
+        first time it is needed, so that it overlaps with grading other assignments."""
+        if assignment not in self.templates:
+            self.templates[assignment] = sync_assignment(self.course, assignment, self.work)
+        return self.templates[assignment]
+
     def run(self, tasks: list[Task]) -> None:
-        queue = deque(tasks)
+        queue = deque(sorted(tasks, key=lambda t: (t.sub.assignment, t.sub.student)))
         self.start(len(queue))
+        if queue:
+            self.template(queue[0].sub.assignment)
         while queue or any(w.task for w in self.workers):
             for w in self.workers:
                 if w.ready and w.task is None and queue:
                     self.assign(w, queue.popleft())
+            if queue and queue[0].sub.assignment not in self.templates:
+                self.template(queue[0].sub.assignment)  # while the workers are busy
+                continue
             for key, _ in self.selector.select(timeout=0.2):
                 w = key.data
                 for msg in w.lines():
@@ -650,7 +665,7 @@ class Coordinator:
         w.send({
             "id": self.counter, "dir": str(task.jobdir), "assignment": task.sub.assignment,
             "student": task.sub.student, "submission": str(task.sub.folder),
-            "template": str(self.templates[task.sub.assignment]),
+            "template": str(self.template(task.sub.assignment)),
             "source": str(self.course.source), "course_id": self.course.course_id,
             "limits": self.limits.as_dict(), "skip": task.skip, "owners": self.owners,
             "released": self.released.get(task.sub.assignment, []),
@@ -954,8 +969,6 @@ def _grade(course, subs, problems, limits, jobs, force, work, stream, progress, 
             print(f"grading {len(tasks)} submission(s) with {min(jobs, len(tasks))} "
                   f"worker(s) ({limits.describe()}); {len(unchanged)} unchanged",
                   file=stream, flush=True)
-            coordinator.templates = {a: sync_assignment(course, a, work)
-                                     for a in sorted({t.sub.assignment for t in tasks})}
             coordinator.run(tasks)
     finally:
         signal.signal(signal.SIGTERM, previous)
