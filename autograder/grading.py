@@ -730,7 +730,7 @@ class Coordinator:
         graded = {name for name, e in result.get("notebooks", {}).items() if e.get("graded")}
         notes = compose_notes(result, task.history, self.limits, autograded)
         try:
-            totals = merge(self.course, sub, autograded, graded)
+            totals = _retry_locked(lambda: merge(self.course, sub, autograded, graded))
         except Exception as exc:  # the gradebook could not be written: a grader failure
             self.failures.append(f"{sub.student}/{sub.assignment}: could not write the "
                                  f"gradebook: {type(exc).__name__}: {exc}")
@@ -765,6 +765,20 @@ class Coordinator:
 
     def released_notebooks(self, assignment: str) -> list[str]:
         return [n for n in self.released.get(assignment, []) if n.endswith(".ipynb")]
+
+
+def _retry_locked(fn, tries: int = 6):
+    """Run fn, again after a pause while the database is locked (formgrader writing)."""
+    from sqlalchemy.exc import OperationalError
+
+    for attempt in range(tries):
+        try:
+            return fn()
+        except OperationalError as exc:
+            if "locked" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(1 + attempt)
+    return None
 
 
 def _owners(course: Course) -> dict[str, str]:
@@ -821,9 +835,9 @@ class Display:
         self.last = time.monotonic()
         self._clear()
         for label, notebook, frac in rows:
-            filled = int(frac * 24)
-            bar = "█" * filled + "░" * (24 - filled)
-            self.stream.write(f"  {label[:40]:<40} {bar} {notebook[:20]}\n")
+            filled = int(frac * 20)
+            bar = "█" * filled + "░" * (20 - filled)
+            self.stream.write(f"  {label[:34]:<34} {bar} {notebook[:16]}\n")
         self.drawn = len(rows)
         self.stream.flush()
 
