@@ -220,3 +220,44 @@ class ScratchCourse:
 
 def _pycache(directory: str, names: list[str]) -> list[str]:
     return [n for n in names if n in ("__pycache__", ".ipynb_checkpoints")]
+
+
+# ---- the checks every lesson's tests make --------------------------------------------------
+
+
+def assert_fails_exactly(nb: nbformat.NotebookNode, assignment: str, cells: set[str]) -> None:
+    """``nb`` fails exactly the test cells ``cells``, each with message lines under 90."""
+    failed = failing_cells(nb, assignment)
+    assert set(failed) == set(cells), failed
+    for message in failed.values():
+        assert all(len(line) < 90 for line in message.splitlines()), message
+
+
+def assert_blank_fails_each(assignment: str, exercises: set[str]) -> None:
+    """The released notebook fails every exercise's check with one short line."""
+    failed = failing_cells(read(NOTEBOOKS, assignment), assignment)
+    assert set(failed) >= set(exercises), failed
+    for cell in exercises:
+        message = failed[cell]
+        assert len(message.splitlines()) == 1 and len(message) < 88, message
+        assert "NotImplementedError" in message
+
+
+def grade_class(
+    tmp_path: Path, assignment: str, submissions: dict[str, nbformat.NotebookNode]
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Autograde, with real nbgrader, the solution ("perfect"), the blank release ("blank")
+    and ``submissions``; check perfect gets full marks and blank none.
+
+    Returns (scores by student and test cell, max score by test cell)."""
+    course = ScratchCourse(tmp_path, [assignment])
+    course.release(assignment)
+    course.submit("perfect", assignment, read(SOURCE, assignment))
+    course.submit("blank", assignment, read(course.path / "notebooks", assignment))
+    for student, nb in submissions.items():
+        course.submit(student, assignment, nb)
+    scores = course.autograde(assignment)
+    full = course.max_scores(assignment)
+    assert scores["perfect"] == full
+    assert set(scores["blank"].values()) == {0.0}
+    return scores, full

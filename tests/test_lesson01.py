@@ -2,7 +2,15 @@
 catch the classic bugs, each in the cell that grades the broken exercise."""
 
 import pytest
-from helpers import SOURCE, ScratchCourse, failing_cells, mutate, read
+from helpers import (
+    SOURCE,
+    assert_blank_fails_each,
+    assert_fails_exactly,
+    failing_cells,
+    grade_class,
+    mutate,
+    read,
+)
 
 A = "01_value"
 ADD, HAND, ARITH, REFL = (
@@ -121,10 +129,7 @@ def test_solution_passes_every_check(solution):
 
 @pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    failed = failing_cells(mutate(solution, old, new), A)
-    assert set(failed) == cells, failed
-    for message in failed.values():
-        assert all(len(line) < 90 for line in message.splitlines()), message
+    assert_fails_exactly(mutate(solution, old, new), A, cells)
 
 
 def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
@@ -145,29 +150,18 @@ def test_hidden_tests_accept_correct_variant(solution, name, old, new):
 
 
 def test_blank_notebook_fails_each_check_with_one_line():
-    from helpers import NOTEBOOKS
-
-    failed = failing_cells(read(NOTEBOOKS, A), A)
-    assert {ADD, HAND, ARITH, REFL} <= set(failed)
-    for cell in (ADD, HAND, ARITH, REFL):
-        message = failed[cell]
-        assert len(message.splitlines()) == 1 and len(message) < 90, message
-        assert "NotImplementedError" in message
+    assert_blank_fails_each(A, {ADD, HAND, ARITH, REFL})
 
 
 @pytest.mark.slow
 def test_nbgrader_grades_lesson01(tmp_path):
-    course = ScratchCourse(tmp_path, [A])
-    solution = read(SOURCE, A)
-    course.release(A)
-    blank = read(course.path / "notebooks", A)
-    course.submit("perfect", A, solution)
-    course.submit("blank", A, blank)
-    course.submit("rsub_swapped", A, mutate(solution, *BUGS[6][1:3]))
-    course.submit("tuple_prev", A, mutate(solution, *VARIANTS[0][1:3]))
-    scores = course.autograde(A)
-    full = course.max_scores(A)
-    assert scores["perfect"] == full
+    scores, full = grade_class(
+        tmp_path,
+        A,
+        {
+            "rsub_swapped": mutate(read(SOURCE, A), *BUGS[6][1:3]),
+            "tuple_prev": mutate(read(SOURCE, A), *VARIANTS[0][1:3]),
+        },
+    )
     assert scores["tuple_prev"] == full
-    assert set(scores["blank"].values()) == {0.0}
     assert scores["rsub_swapped"] == {**full, REFL: 0.0}
