@@ -37,7 +37,7 @@ DUE = datetime(2026, 1, 15, 23, 59)
 STUDENTS = [
     ("ada", "the solution", "full marks"),
     ("katherine", "the blank notebook", "zero"),
-    ("grace", "a typical bug", "loses some checks"),
+    ("grace", "a typical bug", "loses what the bug breaks"),
     ("linus", "half the exercises", "about half"),
     ("margaret", "a cell calling os._exit", "crash skipped, rest graded"),
     ("alan", "an endless loop", "loop stopped, rest graded"),
@@ -192,19 +192,26 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     print(f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
           f"{len(assignments)} assignment(s): {', '.join(assignments)}")
     zips = build(assignments)
+    print("\n== collect ASSIGNMENT demo-class/downloads/ASSIGNMENT.zip --pattern canvas")
     for a, path in zips.items():
-        print(f"\n== collect {a} {path.relative_to(ROOT)} --pattern canvas")
         report = collect(a, [str(path)], pattern="canvas", root=DEMO, force=True)
-        print_collect_report(report)
+        if report.failure or report.not_placed:
+            print_collect_report(report)
         if report.failure:
             return FAILED
+        print(f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
+              f"{len(report.not_placed)} file(s) not placed")
     stamp_and_schedule(assignments)
 
     print("\n== grade (10 s per cell in the demo; 60 s by default)")
     limits = Limits(cell_timeout=10, wall=240)
     graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True)
-    print_report(graded)
+    for line in graded.problems + graded.failures:
+        print(f"problem: {line}")
+    print(f"{graded.graded} graded in {graded.seconds:.0f} s; exit code {graded.exit_code} "
+          "(1: graded, some submissions had problems, as this class was made to)")
     if graded.exit_code == FAILED:
+        print_report(graded)
         return FAILED
 
     print("\n== feedback")
@@ -218,6 +225,12 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
 
     print("\n== the class\n")
     print(class_table(graded.outcomes, assignments))
+    first = assignments[0]
+    print(f"\nThe grader's notes for {first} (also at the top of each feedback page):")
+    order = {name: i for i, (name, _, _) in enumerate(STUDENTS)}
+    for o in sorted(graded.outcomes, key=lambda o: order.get(o.student, len(order))):
+        if o.assignment == first and o.note:
+            print(f"  {o.student:<10} {o.note}")
     seconds = time.monotonic() - started
     print(f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
           "demo-class/exports/; `python -m autograder grade --course demo-class` again "
@@ -246,6 +259,6 @@ def class_table(outcomes, assignments: list[str]) -> str:
     lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "-" * len(lines[0]))
-    lines.append("(! = a problem the grader noted; the notes are in the table above, in "
-                 "feedback and in exports/grades.csv)")
+    lines.append("(! = the grader noted a problem: see the notes below, the feedback pages "
+                 "and exports/grades.csv)")
     return "\n".join(lines)
