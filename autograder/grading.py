@@ -52,6 +52,8 @@ RECORD = ".autograder.json"
 GRADER_VERSION = "1"
 OK, PROBLEMS, FAILED = 0, 1, 2
 GLOB_CHARS = set("*?[]")
+KERNEL_START_ERRORS = ("Kernel didn't respond", "Kernel died before replying to kernel_info",
+                       "No such kernel named")
 
 
 class GraderError(RuntimeError):
@@ -511,6 +513,8 @@ class WorkerProcess:
                                   "AUTOGRADER_WORKER_LOG": str(log),
                                   "AUTOGRADER_ROOT": str(ROOT),
                                   "PYTHONDONTWRITEBYTECODE": "1"})
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(name, "1")  # kernels run side by side; BLAS threads only compete
         env.pop("PYTHONSTARTUP", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.worker", json.dumps(limits.as_dict())],
@@ -574,6 +578,7 @@ class Coordinator:
         self.released = {a: sorted(p.name for p in (course.source / a).iterdir())
                          for a in course.assignments()}
         self.startup_failures = 0
+        self.kernel_failures = 0
 
     # -- workers --
     def spawn(self) -> WorkerProcess:
@@ -693,9 +698,23 @@ class Coordinator:
             task.attempt += 1
             queue.appendleft(task)
             return
+        if where is None and task.last is None:
+            # The worker died outside any notebook: the grader's fault, not the student's.
+            self.failures.append(f"{task.sub.student}/{task.sub.assignment}: {why} before "
+                                 f"running a notebook (worker log: {self.work})")
+            self.finalize(task, {"notebooks": {}, "folder_notes": [{
+                "text": f"not graded: {why} (it will be graded again next run)",
+                "problem": True}]}, None, record=False)
+            if len(self.failures) >= 3 and not self.outcomes_ok():
+                raise GraderError(f"grading workers keep dying ({why}); is --memory too "
+                                  "small?")
+            return
         result = task.last or {"notebooks": {}, "folder_notes": [
             {"text": f"{why}: 0 points for what was not graded", "problem": True}]}
         self.finalize(task, result, task.jobdir if task.last else None)
+
+    def outcomes_ok(self) -> bool:
+        return any(o.status == "graded" for o in self.outcomes)
 
     def finished(self, task: Task, queue: deque) -> None:
         assert task.jobdir is not None
@@ -709,6 +728,19 @@ class Coordinator:
             self.finalize(task, {"notebooks": {}, "folder_notes": [{
                 "text": "the grader failed on this submission (it will be graded again "
                         "next run)", "problem": True}]}, None, record=False)
+            return
+        errors = [(e.get("error") or "") + (e.get("log") or "")
+                  for e in result["notebooks"].values()]
+        if any(marker in text for text in errors for marker in KERNEL_START_ERRORS):
+            # Nothing a student hands in stops a kernel from starting: the machine did.
+            detail = "" if self.kernel_failures else (
+                f" (is --memory too small?):\n{errors[0][-1500:]}")
+            self.kernel_failures += 1
+            self.failures.append(f"{task.sub.student}/{task.sub.assignment}: the grading "
+                                 f"kernel did not start{detail}")
+            self.finalize(task, {"notebooks": {}, "folder_notes": [{
+                "text": "not graded: the grading kernel did not start (it will be graded "
+                        "again next run)", "problem": True}]}, None, record=False)
             return
         stops = [(name, e) for name, entry in result["notebooks"].items()
                  for e in entry.get("events", []) if e["kind"] in ("died", "stuck")]

@@ -321,6 +321,7 @@ class Worker:
             entry["events"] = [e for run in RUNS for e in run["events"]]
             if not entry["graded"]:
                 entry["error"] = _last_error(outcome)
+                entry["log"] = ((outcome.get("log") or "") + (outcome.get("error") or ""))[-3000:]
         return {"id": job["id"], "notebooks": notebooks,
                 "folder_notes": [n.__dict__ for n in folder_notes],
                 "autograded": str(private / "autograded" / STUDENT / job["assignment"]),
@@ -328,10 +329,14 @@ class Worker:
 
 
 def _last_error(outcome: dict) -> str:
+    """The exception line of nbgrader's logged traceback (else its last error line)."""
+    import re
+
     text = (outcome.get("log") or "") + "\n" + (outcome.get("error") or "")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("[ERROR]")] or lines
-    return (errors[-1] if errors else "nbgrader failed")[:300]
+    raised = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b:?", ln)]
+    errors = [ln for ln in lines if ln.startswith("[ERROR]") and "Please see" not in ln]
+    return ((raised or errors or lines or ["nbgrader failed"])[-1])[:300]
 
 
 def main() -> int:
