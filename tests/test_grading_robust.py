@@ -410,3 +410,27 @@ def test_killed_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
         assert recs[student]["score"] == (full if nb is solution else 0)
     assert gradebook(root) == {s: r["score"] for s, r in recs.items()}
     assert not list((root / "autograded").glob("*/.*.new-*"))
+
+
+def test_a_database_url_is_used_for_everything(tmp_path):
+    """--db: grade, feedback and export use that gradebook; no gradebook.db appears."""
+    course = ScratchCourse(tmp_path / "course", [A])
+    root = course.path
+    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    for student in ("ann", "ben"):
+        (root / "submitted" / student / A).mkdir(parents=True)
+        nbformat.write(solution, root / "submitted" / student / A / notebook_path(SOLUTIONS,
+                                                                                   A).name)
+    url = f"sqlite:///{tmp_path / 'elsewhere' / 'grades.sqlite'}"
+    (tmp_path / "elsewhere").mkdir()
+    proc = run(root, "grade", A, "--db", url, *LIMITS)
+    assert "exit code 0" in proc.stdout, proc.stdout[-2000:]
+    run(root, "feedback", "--db", url, check_codes=(0,))
+    run(root, "export", "--db", url, check_codes=(0,))
+    assert not (root / "gradebook.db").exists()
+    import csv
+
+    rows = list(csv.DictReader((root / "exports" / "grades.csv").open(encoding="utf-8")))
+    assert sorted(r["student"] for r in rows) == ["ann", "ben"]
+    assert all(r["score"] == r["max_score"] != "0" for r in rows)
+    assert len(list((root / "feedback").rglob("*.html"))) == 2
