@@ -55,7 +55,12 @@ def _guard(fn):
             print("\ninterrupted: run the same command again to finish (nothing is lost "
                   "or counted twice)", file=sys.stderr)
             return INTERRUPTED
-        except Exception:
+        except Exception as exc:
+            name = getattr(exc, "name", None) or ""
+            if isinstance(exc, ModuleNotFoundError) and name.startswith(("psycopg", "pymysql")):
+                print(f"error: the gradebook URL needs the database driver {name!r}: install "
+                      "it in this environment (see docs/grading.md)", file=sys.stderr)
+                return FAILED
             traceback.print_exc()
             print("error: the grader itself failed (above)", file=sys.stderr)
             return FAILED
