@@ -133,6 +133,8 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
         sid = clean_student_id(groups.get("student_id") or "")
         if sid is None:
             return None, f"student id {groups.get('student_id')!r} cannot be a folder name"
+        if any(sid.lower() == nb.lower().removesuffix(".ipynb") for nb in notebooks):
+            return None, "no student in the path (that is the notebook's own name)"
         file_id = groups.get("file_id") or base
         file_id = file_id.rsplit("/", 1)[-1]
         if not file_id.endswith(".ipynb"):

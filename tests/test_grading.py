@@ -49,14 +49,15 @@ def test_file_id_kept_when_the_assignment_has_several_notebooks():
     assert placement.file_id == "part2.ipynb"
 
 
-@pytest.mark.parametrize("path, reason", [
-    ("alice/notes.txt", "not a notebook"),
-    ("__MACOSX/alice/._value.ipynb", "macOS metadata"),
-    ("alice/.ipynb_checkpoints/value-checkpoint.ipynb", "checkpoint"),
-    ("value.ipynb/x/y/z.ipynb", "does not match"),
+@pytest.mark.parametrize("pattern, path, reason", [
+    ("auto", "alice/notes.txt", "not a notebook"),
+    ("auto", "__MACOSX/alice/._value.ipynb", "macOS metadata"),
+    ("auto", "alice/.ipynb_checkpoints/value-checkpoint.ipynb", "checkpoint"),
+    ("canvas", "alice/value.ipynb", "does not match"),
+    ("auto", "value.ipynb", "no student"),
 ])
-def test_files_that_cannot_be_placed_say_why(path, reason):
-    placement, why = col.match_file(path, col._pattern("canvas"), ["value.ipynb"])
+def test_files_that_cannot_be_placed_say_why(pattern, path, reason):
+    placement, why = col.match_file(path, col._pattern(pattern), ["value.ipynb"])
     assert placement is None and reason in why
 
 
