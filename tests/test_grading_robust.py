@@ -434,3 +434,23 @@ def test_a_database_url_is_used_for_everything(tmp_path):
     assert sorted(r["student"] for r in rows) == ["ann", "ben"]
     assert all(r["score"] == r["max_score"] != "0" for r in rows)
     assert len(list((root / "feedback").rglob("*.html"))) == 2
+
+
+def test_the_whole_notebook_wall_limit(tmp_path):
+    """Cells that each stay under the per-cell limit but together pass the notebook's wall
+    limit: the notebook is stopped there, what ran is graded, the rest scores 0."""
+    course = ScratchCourse(tmp_path / "course", [A])
+    root = course.path
+    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    slow = solution
+    for _ in range(6):
+        slow = with_cell(slow, "import time\ntime.sleep(3)")  # after the first test cell
+    for student, nb in (("slow", slow), ("correct", solution)):
+        (root / "submitted" / student / A).mkdir(parents=True)
+        nbformat.write(nb, root / "submitted" / student / A / notebook_path(SOLUTIONS, A).name)
+    proc = run(root, "grade", A, "--cell-timeout", "5", "--wall-limit", "14")
+    recs = records(root)
+    assert recs["correct"]["score"] == recs["correct"]["max_score"], proc.stdout[-2000:]
+    assert 0 < recs["slow"]["score"] < recs["slow"]["max_score"]
+    assert "ran out of its 14 s time limit" in recs["slow"]["note"]
+    assert proc.returncode == 1
