@@ -664,17 +664,19 @@ class Coordinator:
         task.jobdir.mkdir(parents=True)
         task.started = time.monotonic()
         task.first_started = task.first_started or task.started
-        n = max(1, len(self.released.get(task.sub.assignment, [])))
+        n = max(1, len(self.released_notebooks(task.sub.assignment)))
         w.deadline = task.started + 120 + n * (self.limits.wall + 60)
         w.task = task
-        w.send({
+        job = {
             "id": self.counter, "dir": str(task.jobdir), "assignment": task.sub.assignment,
             "student": task.sub.student, "submission": str(task.sub.folder),
             "template": str(self.template(task.sub.assignment)),
             "source": str(self.course.source), "course_id": self.course.course_id,
             "limits": self.limits.as_dict(), "skip": task.skip, "owners": self.owners,
             "released": self.released.get(task.sub.assignment, []),
-        })
+        }
+        with contextlib.suppress(OSError):  # a dead worker shows up as end-of-file next
+            w.send(job)
 
     def lost(self, w: WorkerProcess, queue: deque, why: str) -> None:
         """A worker died or was killed: re-run its task without the cell it was on."""
