@@ -973,7 +973,8 @@ def grade(
                                 "the folder")
         if not subs:
             return GradeReport([], problems, [], 0, 0, time.monotonic() - started)
-        work = Path(tempfile.mkdtemp(prefix="autograder-"))
+        _remove_stale_workdirs()
+        work = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-"))
         try:
             return _grade(course, subs, problems, limits, jobs, force, work, stream,
                           progress, started, subreaper)
@@ -1032,6 +1033,16 @@ def _grade(course, subs, problems, limits, jobs, force, work, stream, progress, 
             "`git status`, then run `grade --force` for these assignments")
     return GradeReport(coordinator.outcomes + unchanged, problems, coordinator.failures,
                        len(coordinator.outcomes), len(unchanged), time.monotonic() - started)
+
+
+def _remove_stale_workdirs() -> None:
+    """Scratch folders of grade runs that were killed (their process is gone)."""
+    import psutil
+
+    for path in Path(tempfile.gettempdir()).glob("autograder-*-*"):
+        pid = path.name.split("-")[1]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _cache_alembic_version() -> None:
