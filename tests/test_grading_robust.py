@@ -267,7 +267,10 @@ def test_sys_exit_is_an_error_in_its_cell_only(graded):
 
 def test_millions_of_lines_are_capped(graded):
     assert score(graded, "prints_millions") == score(graded, "correct")
-    assert "printed too much" in note(graded, "prints_millions")
+    # Which limit stops it first depends on the machine's load: either is correct, as long
+    # as the grade is right and the saved notebook stays small.
+    said = note(graded, "prints_millions")
+    assert "printed too much" in said or "per-cell limit" in said, said
     nb = graded["root"] / "autograded" / "prints_millions" / A
     assert sum(p.stat().st_size for p in nb.glob("*.ipynb")) < 5_000_000
 
