@@ -112,16 +112,14 @@ def _marked(proc, token: str) -> bool:
         return False
 
 
-def kill_marked(token: str, exclude: set[int] | None = None, rounds: int = 20) -> int:
-    """SIGKILL every process whose environment has ``MARKER=token``; repeat until none is
-    left (a process may fork while we look). Returns how many were killed."""
+def _kill_until_none(find, rounds: int) -> int:
+    """SIGKILL what ``find()`` returns, again and again until it returns nothing (a process
+    may fork while we look) or ``rounds`` run out. Returns how many were killed."""
     import psutil
 
-    exclude = (exclude or set()) | {os.getpid()}
     killed = 0
     for _ in range(rounds):
-        found = [p for p in psutil.process_iter() if p.pid not in exclude and _marked(p, token)]
-        found = [p for p in found if _alive(p)]
+        found = [p for p in find() if _alive(p)]
         if not found:
             break
         for proc in found:
@@ -130,26 +128,30 @@ def kill_marked(token: str, exclude: set[int] | None = None, rounds: int = 20) -
                 killed += 1
         _reap(found)
     return killed
+
+
+def kill_marked(token: str, exclude: set[int] | None = None, rounds: int = 20) -> int:
+    """SIGKILL every process whose environment has ``MARKER=token``, until none is left."""
+    import psutil
+
+    exclude = (exclude or set()) | {os.getpid()}
+    return _kill_until_none(
+        lambda: [p for p in psutil.process_iter() if p.pid not in exclude and _marked(p, token)],
+        rounds,
+    )
 
 
 def kill_descendants(pid: int | None = None, rounds: int = 20) -> int:
     """SIGKILL every descendant of ``pid`` (this process by default), repeatedly."""
     import psutil
 
-    killed = 0
-    for _ in range(rounds):
+    def children() -> list:
         try:
-            found = [p for p in psutil.Process(pid).children(recursive=True) if _alive(p)]
+            return psutil.Process(pid).children(recursive=True)
         except psutil.Error:
-            return killed
-        if not found:
-            break
-        for proc in found:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-                killed += 1
-        _reap(found)
-    return killed
+            return []  # the process is gone: nothing more to find
+
+    return _kill_until_none(children, rounds)
 
 
 def kill_group(pgid: int) -> None:
