@@ -10,8 +10,8 @@ name: a student file called like them in the submission folder, an entry planted
 __import__("os").environ["COURSEKIT_NO_SELF_CHECK"] = "1"
 
 
-def load_grader(lesson, _startup_file=__file__):
-    """Return the hidden-test module for ``lesson`` (e.g. "lesson01"), freshly loaded."""
+def load_grader(assignment, _startup_file=__file__):
+    """Return the hidden-test module of ``assignment`` (e.g. "01_value"), freshly loaded."""
     import importlib.util
     import os
     import secrets
@@ -28,7 +28,7 @@ def load_grader(lesson, _startup_file=__file__):
     sys.modules[package] = module  # only while loading: relative imports look here
     try:
         spec.loader.exec_module(module)
-        return importlib.import_module(f"{package}.{lesson}")
+        return importlib.import_module(f"{package}.{assignment}")
     finally:
         for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
             del sys.modules[name]

@@ -185,7 +185,7 @@ open({str(pidfile)!r}, "w").write(" ".join(map(str, pids)))"""))
                                  "sys.modules['refgrad'] = types.ModuleType('refgrad')"),
         {"refgrad/__init__.py": fake, "refgrad/engine.py": fake, "coursekit.py": fake,
          "autograder/__init__.py": "", "autograder/hidden/__init__.py": "",
-         "autograder/hidden/lesson01.py": fake, "kernel_startup.py": fake})
+         "autograder/hidden/01_value.py": fake, "kernel_startup.py": fake})
     put("monkeypatched", patched(bug, """import builtins, math, coursekit
 builtins.abs = lambda x: 0.0
 math.isnan = lambda x: True
@@ -328,7 +328,7 @@ def test_student_ids_with_spaces_and_accents(graded):
 
 def test_planted_modules_and_monkeypatching_earn_nothing(graded):
     assert score(graded, "planted_fakes") == score(graded, "bug")
-    assert "autograder/hidden/lesson01.py" in note(graded, "planted_fakes")
+    assert "autograder/hidden/01_value.py" in note(graded, "planted_fakes")
     assert score(graded, "monkeypatched") == score(graded, "bug")
     assert "changed functions the tests rely on" in note(graded, "monkeypatched")
     assert score(graded, "patches_during_test") <= score(graded, "bug")

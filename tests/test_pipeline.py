@@ -132,7 +132,7 @@ def test_load_grader_ignores_planted_modules(tmp_path, monkeypatch):
     for name in ("refgrad", "refgrad.engine", "autograder.hidden", "autograder.hidden.common"):
         monkeypatch.setitem(sys.modules, name, fake)
 
-    grader = load_grader_function()("lesson01")
+    grader = load_grader_function()("01_value")
     engine_file = grader.RefValue.backward.__code__.co_filename
     assert engine_file == str(SOURCE / ".reference" / "refgrad" / "engine.py")
     assert grader.add_mul.__code__.co_filename.startswith(str(ROOT / "autograder" / "hidden"))
@@ -171,16 +171,16 @@ def test_patching_a_loaded_grader_does_not_carry_over():
             out._backward = _backward
             return out
 
-    first = load_grader("lesson01")
+    first = load_grader("01_value")
     first.compare_cases = lambda *a, **k: None
     first.compare_random_graphs = lambda *a, **k: None
     first.add_mul(Broken)  # the patched copy passes anything...
     with pytest.raises(AssertionError):
-        load_grader("lesson01").add_mul(Broken)  # ...a fresh one does not
+        load_grader("01_value").add_mul(Broken)  # ...a fresh one does not
 
 
 def test_grading_failure_shows_no_grader_source():
-    grader = load_grader_function()("lesson01")
+    grader = load_grader_function()("01_value")
     try:
         grader.add_mul(int)
     except AssertionError as exc:

@@ -29,15 +29,23 @@ from helpers import (
 from refgrad import nn as refnn
 
 ENGINE, MLP = "04_checkpoint_engine", "06_checkpoint_mlp"
-QUIZ = {ENGINE: "engine", MLP: "mlp"}  # the grader's name for each quiz
+QUIZ = (ENGINE, MLP)
 PREFIX = {ENGINE: "engine_quiz", MLP: "mlp_quiz"}
 SIZE = {ENGINE: (13, 17), MLP: (15, 19)}  # (questions, points)
 FUNCTIONS = {(ENGINE, "q13"): "softplus_grad", (MLP, "q6"): "hinge_grad"}
 
 
 @pytest.fixture(scope="module")
-def grader():
-    return load_grader_function()("quiz")
+def graders():
+    """Each quiz's hidden-answer module, by assignment."""
+    return {a: load_grader_function()(a) for a in QUIZ}
+
+
+@pytest.fixture(scope="module")
+def kit():
+    from autograder.selfcheck import load_coursekit
+
+    return load_coursekit()
 
 
 @pytest.fixture(scope="module")
@@ -142,9 +150,9 @@ def one_short_line(message: str) -> bool:
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_quiz_size_and_points_match_the_grader(solutions, grader, assignment):
+def test_quiz_size_and_points_match_the_grader(solutions, graders, assignment):
     cells = check_cells(solutions[assignment], assignment)
-    questions = grader.QUIZZES[QUIZ[assignment]]
+    questions = graders[assignment].QUESTIONS
     assert list(cells) == [f"q{i}" for i in range(1, len(cells) + 1)]
     assert set(cells) == set(questions)
     points = {q: c.metadata.nbgrader.points for q, c in cells.items()}
@@ -156,9 +164,9 @@ def test_quiz_size_and_points_match_the_grader(solutions, grader, assignment):
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_visible_and_hidden_checks_agree_on_form(solutions, grader, assignment):
+def test_visible_and_hidden_checks_agree_on_form(solutions, graders, assignment):
     """The check cell and the grader ask for the same kind of answer."""
-    questions = grader.QUIZZES[QUIZ[assignment]]
+    questions = graders[assignment].QUESTIONS
     for q, cell in check_cells(solutions[assignment], assignment).items():
         spec = visible_spec(cell)
         if spec.get("kind") is list:
@@ -346,7 +354,7 @@ def backward_order_ok(order, edges) -> bool:
     return all(position[child] < position[parent] for parent, child in edges)
 
 
-def test_figure_graph_is_the_one_the_grader_checks(solutions, grader):
+def test_figure_graph_is_the_one_the_grader_checks(solutions, graders):
     edges = figure_edges(solutions[ENGINE])
     assert edges == {
         ("x", "u"),
@@ -361,10 +369,10 @@ def test_figure_graph_is_the_one_the_grader_checks(solutions, grader):
     uses = {}
     for parent, child in edges:
         uses.setdefault(parent, set()).add(child)
-    assert {k: v for k, v in grader.backward_order().items() if v} == uses
+    assert {k: v for k, v in graders[ENGINE].backward_order().items() if v} == uses
 
 
-def test_engine_order_accepts_exactly_the_valid_orders(solutions, answers, grader):
+def test_engine_order_accepts_exactly_the_valid_orders(solutions, answers, graders):
     edges = figure_edges(solutions[ENGINE])
     assert backward_order_ok(answers[ENGINE]["q4"], edges)
     labels = sorted({label for edge in edges for label in edge})
@@ -373,7 +381,7 @@ def test_engine_order_accepts_exactly_the_valid_orders(solutions, answers, grade
         ok = backward_order_ok(order, edges)
         valid += ok
         try:
-            grader.grade("engine", "q4", list(order))
+            graders[ENGINE].grade("q4", list(order))
         except AssertionError as exc:
             assert not ok, (order, str(exc))
             assert one_short_line(str(exc)) and "must come first" in str(exc)
@@ -382,11 +390,11 @@ def test_engine_order_accepts_exactly_the_valid_orders(solutions, answers, grade
     assert valid == 8  # L, w, v first; then u before x and y, and z anywhere
 
 
-def test_training_step_order_accepts_both_valid_orders(answers, grader):
+def test_training_step_order_accepts_both_valid_orders(answers, graders):
     accepted = set()
     for order in itertools.permutations("abcd"):
         try:
-            grader.grade("mlp", "q7", list(order))
+            graders[MLP].grade("q7", list(order))
         except AssertionError:
             continue
         accepted.add("".join(order))
@@ -454,9 +462,9 @@ def test_correct_function_written_differently_keeps_full_marks(solutions, assign
         (MLP, "q6", "return -y if score < 1 else 0.0"),  # forgets the label in the kink
     ],
 )
-def test_wrong_function_fails_with_one_line(grader, assignment, q, body):
+def test_wrong_function_fails_with_one_line(graders, assignment, q, body):
     with pytest.raises(AssertionError) as info:
-        grader.grade(QUIZ[assignment], q, function(assignment, body))
+        graders[assignment].grade(q, function(assignment, body))
     message = str(info.value)
     assert one_short_line(message) and "is wrong" in message, message
 
@@ -518,9 +526,9 @@ def test_wrong_answers_lose_exactly_their_questions(solutions, assignment):
 
 
 @pytest.mark.parametrize("assignment, q", [(a, q) for a in WRONG for q in WRONG[a]])
-def test_wrong_answer_message_keeps_the_right_one_secret(grader, answers, assignment, q):
+def test_wrong_answer_message_keeps_the_right_one_secret(graders, answers, assignment, q):
     with pytest.raises(AssertionError) as info:
-        grader.grade(QUIZ[assignment], q, eval(WRONG[assignment][q]))
+        graders[assignment].grade(q, eval(WRONG[assignment][q]))
     message = str(info.value)
     assert one_short_line(message) and message.startswith(f"{q}: "), message
     right = answers[assignment][q]
@@ -554,14 +562,14 @@ MALFORMED = [
     "assignment, q, bad, phrase", MALFORMED, ids=[f"{m[0][:2]}-{m[1]}-{m[2]}" for m in MALFORMED]
 )
 def test_visible_check_rejects_malformed_answer_in_one_line(
-    solutions, grader, assignment, q, bad, phrase
+    solutions, kit, assignment, q, bad, phrase
 ):
     """The check cell's own call, with the malformed answer: one line, and it stops."""
     cell = check_cells(solutions[assignment], assignment)[q]
     name = answer_names(solutions[assignment], assignment)[q]
     value = function(assignment, bad) if (assignment, q) in FUNCTIONS else eval(bad)
-    with pytest.raises(grader.kit.CheckFailed) as info:
-        grader.kit.check_answer(name, value, **visible_spec(cell))
+    with pytest.raises(kit.CheckFailed) as info:
+        kit.check_answer(name, value, **visible_spec(cell))
     (line,) = info.value._render_traceback_()
     assert line.startswith("✗ ") and phrase in line and len(line) < 90, line
 
@@ -570,16 +578,16 @@ def test_visible_check_rejects_malformed_answer_in_one_line(
     "assignment, q, bad, phrase", MALFORMED, ids=[f"{m[0][:2]}-{m[1]}-{m[2]}" for m in MALFORMED]
 )
 def test_grader_rejects_malformed_answers_with_the_same_sentence(
-    grader, assignment, q, bad, phrase
+    graders, assignment, q, bad, phrase
 ):
     """Even if the visible check is bypassed, the grader says the same one line."""
     value = function(assignment, bad) if (assignment, q) in FUNCTIONS else eval(bad)
     with pytest.raises(AssertionError) as info:
-        grader.grade(QUIZ[assignment], q, value)
+        graders[assignment].grade(q, value)
     assert phrase in str(info.value) and one_short_line(str(info.value))
 
 
-def test_grader_never_crashes_on_odd_answers(grader):
+def test_grader_never_crashes_on_odd_answers(graders):
     odd = [
         None,
         "",
@@ -596,11 +604,11 @@ def test_grader_never_crashes_on_odd_answers(grader):
         lambda: 1,
         print,
     ]
-    for quiz, questions in grader.QUIZZES.items():
-        for q in questions:
+    for quiz, module in graders.items():
+        for q in module.QUESTIONS:
             for value in odd:
                 try:
-                    grader.grade(quiz, q, value)
+                    module.grade(q, value)
                 except AssertionError as exc:
                     assert one_short_line(str(exc)), (quiz, q, value, str(exc))
                     assert "hidden test stopped" not in str(exc), (quiz, q, value, str(exc))
@@ -697,16 +705,16 @@ def test_solutions_give_every_answer_with_a_reason(assignment, answers):
         assert outputs.startswith("✓ "), (q, outputs)
 
 
-def test_answer_keys_are_spread_over_the_letters(grader):
+def test_answer_keys_are_spread_over_the_letters(graders):
     """Guessing one letter for every multiple-choice question gets few of them right."""
-    for quiz, questions in grader.QUIZZES.items():
+    for quiz, module in graders.items():
         keys = []
-        for q, question in questions.items():
+        for q, question in module.QUESTIONS.items():
             if question.spec.get("choices") != "abcd":
                 continue
             for letter in "abcd":
                 try:
-                    grader.grade(quiz, q, letter)
+                    module.grade(q, letter)
                 except AssertionError:
                     continue
                 keys.append(letter)

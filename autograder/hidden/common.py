@@ -142,7 +142,6 @@ BINARY: dict[str, Callable] = {
     "*": operator.mul,
     "/": operator.truediv,
 }
-UNARY_FUNCTIONS = ("tanh", "relu", "exp", "log", "sigmoid", "sin", "cos", "sqrt")
 NUMBERS = (-2.0, -1.5, -0.5, 0.5, 1.5, 2.0, 3.0)
 EXPONENTS = (2, 3, -1, 0.5, 1.5, -2)
 

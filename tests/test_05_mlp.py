@@ -523,7 +523,7 @@ def bug(name: str) -> tuple[str, str]:
 def hidden_message(nb, check: str, *names: str) -> str:
     """The message of the hidden check ``check``, called directly on the notebook's work."""
     ns = run_cells(graded_only(nb), A, tests=False)
-    grader = load_grader_function()("lesson04")
+    grader = load_grader_function()("05_mlp")
     with pytest.raises(AssertionError) as info:
         getattr(grader, check)(*(ns[name] for name in names))
     lines = info.value._render_traceback_()
@@ -575,7 +575,7 @@ def test_blank_notebook_fails_each_check_with_one_line():
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_lesson04(tmp_path):
+def test_nbgrader_grades_05_mlp(tmp_path):
     solution = read(SOURCE, A)
     (softplus,) = [v for v in VARIANTS if v[0] == "BCE through softplus"]
     scores, full = grade_class(

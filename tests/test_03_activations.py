@@ -328,7 +328,7 @@ def test_hidden_tests_accept_correct_variant(solution, name, old, new):
 def hidden_message(nb, check: str, *args: str) -> str:
     """The message of the hidden check ``check`` (run directly) on the notebook's work."""
     ns = run_cells(nb, A, tests=False)
-    grader = load_grader_function()("lesson03")
+    grader = load_grader_function()("03_activations")
     with pytest.raises(AssertionError) as info:
         getattr(grader, check)(*(ns[name] for name in args))
     lines = info.value._render_traceback_()
@@ -366,7 +366,7 @@ def test_blank_notebook_fails_each_check_with_one_line():
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_lesson03(tmp_path):
+def test_nbgrader_grades_03_activations(tmp_path):
     solution = read(SOURCE, A)
     scores, full = grade_class(
         tmp_path,

@@ -154,7 +154,7 @@ def test_blank_notebook_fails_each_check_with_one_line():
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_lesson01(tmp_path):
+def test_nbgrader_grades_01_value(tmp_path):
     scores, full = grade_class(
         tmp_path,
         A,

@@ -574,7 +574,7 @@ def shown(check, *args):
 
 def test_hidden_checks_called_directly():
     """Bugs that the visible checks cannot see, and the messages they get."""
-    grader = load_grader_function()("lesson02")
+    grader = load_grader_function()("02_backward")
     ns = run_cells(read(SOURCE, A), A, until="backward_engine")
     Value = ns["Value"]
 
@@ -615,7 +615,7 @@ def test_blank_notebook_fails_each_check_with_one_line():
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_lesson02(tmp_path):
+def test_nbgrader_grades_02_backward(tmp_path):
     solution = read(SOURCE, A)
     scores, full = grade_class(
         tmp_path,
