@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .errors import ExitCode
+
 
 def _generate(args: argparse.Namespace) -> int:
     from .generate import generate
 
     generate(args.assignments or None, solutions=not args.no_solutions)
-    return 0
+    return ExitCode.OK
 
 
 def _check_generated(args: argparse.Namespace) -> int:
@@ -21,9 +23,9 @@ def _check_generated(args: argparse.Namespace) -> int:
         print(f"stale: {line}")
     if problems:
         print("run `make generate` (python -m autograder generate) and commit the result")
-        return 1
+        return ExitCode.PROBLEMS
     print("notebooks/ and solutions/ are up to date with source/")
-    return 0
+    return ExitCode.OK
 
 
 def _self_check(args: argparse.Namespace) -> int:

@@ -24,6 +24,11 @@ from pathlib import Path
 
 from traitlets import Dict
 
+from .course import open_course
+from .discovery import GLOB_CHARS
+from .errors import ExitCode, GraderError
+from .records import folder_digest
+
 PRESETS = {
     # <student>/<notebook>.ipynb (a folder per student; notebooks at any depth inside it)
     "folders": r"(?P<student_id>[^/]+)/(?:.*/)?(?P<file_id>[^/]+\.ipynb)",
@@ -53,7 +58,6 @@ Examples:
   python -m autograder collect 01_value ~/marking/ --pattern '(?P<student_id>\\w+)-.*\\.ipynb'
 """
 
-GLOB_CHARS = set("*?[]")
 
 
 @dataclass
@@ -73,11 +77,11 @@ class CollectReport:
     failure: str | None = None
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.failure:
-            return 2
+            return ExitCode.FAILED
         kept = any(v == "kept" for v in self.students.values())
-        return 1 if self.not_placed or kept else 0
+        return ExitCode.PROBLEMS if self.not_placed or kept else ExitCode.OK
 
 
 def _pattern(name: str) -> list[tuple[str, re.Pattern]]:
@@ -153,8 +157,6 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
 
 def collect(assignment: str, paths: list[str], *, pattern: str = "auto", root=None,
             force: bool = False) -> CollectReport:
-    from .grading import GraderError, open_course
-
     course = open_course(root)
     if assignment not in course.assignments():
         raise GraderError(f"no assignment {assignment!r} in {course.source}")
@@ -293,8 +295,6 @@ def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, P
 
 
 def _move_into_course(course, assignment, staged: Path, force: bool, report) -> None:
-    from .grading import folder_digest
-
     if not staged.is_dir():
         return
     for sdir in sorted(staged.iterdir()):

@@ -1,8 +1,8 @@
 """The instructor's grading commands: ``python -m autograder collect|grade|feedback|export|demo``.
 
-Exit codes (every command): 0 done, 1 done but some submissions or files had problems
-(each one is listed), 2 the grader itself failed (or the command line was wrong),
-130 interrupted.
+Exit codes (every command, ``errors.ExitCode``): 0 done, 1 done but some submissions or
+files had problems (each one is listed), 2 the grader itself failed (or the command line
+was wrong), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 import traceback
 
-OK, PROBLEMS, FAILED, INTERRUPTED = 0, 1, 2, 130
+from .errors import ExitCode, GraderError
 
 
 def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
@@ -25,52 +25,51 @@ def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
 
 
 def _limits(args: argparse.Namespace):
+    """``Limits``' defaults, the course's settings, then what the command line gave."""
+    from .course import nbgrader_config
     from .limits import Limits, parse_size
 
-    limits = Limits()
-    if args.cell_timeout is not None:
-        limits.cell_timeout = args.cell_timeout
-    else:
-        from .grading import _config_timeout, open_course
-
-        limits.cell_timeout = _config_timeout(open_course(args.course, args.db))
-    limits.wall = args.wall_limit
-    limits.memory = parse_size(args.memory)
-    limits.attempts = args.attempts
-    return limits
+    memory = None
+    if args.memory is not None:
+        try:
+            memory = parse_size(args.memory)
+        except ValueError:
+            raise GraderError(f"--memory {args.memory!r} is not a size such as 3G or "
+                              "512M") from None
+    return Limits.for_course(nbgrader_config(), cell_timeout=args.cell_timeout,
+                             wall=args.wall_limit, memory=memory, attempts=args.attempts)
 
 
 def _guard(fn):
     """Run a command: grader errors and crashes exit 2, Ctrl-C exits 130."""
 
     def run(args: argparse.Namespace) -> int:
-        from .grading import GraderError
-
         try:
             return fn(args)
         except GraderError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return FAILED
+            return ExitCode.FAILED
         except KeyboardInterrupt:
             print("\ninterrupted: run the same command again to finish (nothing is lost "
                   "or counted twice)", file=sys.stderr)
-            return INTERRUPTED
+            return ExitCode.INTERRUPTED
         except Exception as exc:
             name = getattr(exc, "name", None) or ""
             if isinstance(exc, ModuleNotFoundError) and name.startswith(("psycopg", "pymysql")):
                 print(f"error: the gradebook URL needs the database driver {name!r}: install "
                       "it in this environment (see docs/grading.md)", file=sys.stderr)
-                return FAILED
+                return ExitCode.FAILED
             traceback.print_exc()
             print("error: the grader itself failed (above)", file=sys.stderr)
-            return FAILED
+            return ExitCode.FAILED
 
     return run
 
 
 @_guard
 def _grade(args: argparse.Namespace) -> int:
-    from .grading import grade, print_report
+    from .display import print_report
+    from .grading import grade
 
     report = grade(
         args.assignments or None, args.student or None, root=args.course, db_url=args.db,
@@ -108,7 +107,7 @@ def _export(args: argparse.Namespace) -> int:
     paths = export(args.assignments or None, root=args.course, db_url=args.db, to=args.to)
     for path in paths:
         print(f"wrote {path}")
-    return OK
+    return ExitCode.OK
 
 
 @_guard
@@ -121,6 +120,7 @@ def _demo(args: argparse.Namespace) -> int:
 def add_grading_commands(sub) -> None:
     """Register the grading subcommands on ``python -m autograder``'s subparsers."""
     from .collect import PATTERN_HELP
+    from .limits import GiB, Limits
 
     p = sub.add_parser(
         "collect", help="file LMS downloads or notebooks named by student into submitted/",
@@ -152,14 +152,17 @@ def add_grading_commands(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="submissions graded at once (default: the machine's cores)")
     p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
-    p.add_argument("--cell-timeout", type=int, default=None, metavar="S",
-                   help="seconds per cell (default: Execute.timeout in nbgrader_config.py)")
-    p.add_argument("--wall-limit", type=int, default=300, metavar="S",
-                   help="seconds per notebook (default: 300)")
-    p.add_argument("--memory", default="3G", metavar="SIZE",
-                   help="memory per grading kernel (default: 3G)")
-    p.add_argument("--attempts", type=int, default=3, metavar="N",
-                   help="runs of a notebook whose kernel crashes or hangs (default: 3)")
+    defaults = Limits()
+    p.add_argument("--cell-timeout", type=int, metavar="S",
+                   help="seconds per cell (default: Execute.timeout in nbgrader_config.py, "
+                        f"else {defaults.cell_timeout})")
+    p.add_argument("--wall-limit", type=int, metavar="S",
+                   help=f"seconds per notebook (default: {defaults.wall})")
+    p.add_argument("--memory", metavar="SIZE",
+                   help=f"memory per grading kernel (default: {defaults.memory // GiB}G)")
+    p.add_argument("--attempts", type=int, metavar="N",
+                   help="runs of a notebook whose kernel crashes or hangs (default: "
+                        f"{defaults.attempts})")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     _common(p)
     p.set_defaults(run=_grade)

@@ -1,26 +1,30 @@
-"""Where things are in the course, and an nbgrader API bound to a course folder."""
+"""The course: where things are, its nbgrader settings, and nbgrader's API bound to it.
+
+``nbgrader_config.py`` (at the repository root) is parsed once per process, here; every
+module that needs a setting asks ``nbgrader_config()`` or a ``Course`` for it.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
-REFERENCE = SOURCE / ".reference"  # the reference engine package `refgrad` lives here
 SHARED = SOURCE / ".shared"  # coursekit.py, linked into every assignment folder
+RECORD = ".autograder.json"  # autograded/<student>/<assignment>/: what grade recorded
 
 
 def assignments(source: Path = SOURCE) -> list[str]:
     """Assignment folders in course order (nbgrader skips names starting with a dot)."""
     return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def notebooks_of(assignment: str, source: Path = SOURCE) -> list[Path]:
-    return sorted((source / assignment).glob("*.ipynb"))
 
 
 def venv_path() -> None:
@@ -31,19 +35,93 @@ def venv_path() -> None:
         os.environ["PATH"] = os.pathsep.join([bindir, *parts])
 
 
-def nbgrader_api(root: Path = ROOT, **settings):
-    """nbgrader's own API for the course at ``root``, with the course's nbgrader_config.py
-    and any ``CourseDirectory`` settings given as keywords (e.g. ``db_url=...``)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Config
+@functools.cache
+def _parsed_config():
     from traitlets.config.loader import PyFileConfigLoader
 
-    venv_path()
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    config.CourseDirectory.root = str(root)
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def nbgrader_config(**course_directory):
+    """A fresh copy of nbgrader_config.py's settings, with ``CourseDirectory`` settings
+    given as keywords (``root=...``, ``db_url=...``) merged in."""
+    from traitlets.config import Config
+
+    config = copy.deepcopy(_parsed_config())
     extra = Config()
-    for key, value in settings.items():
+    for key, value in course_directory.items():
         setattr(extra.CourseDirectory, key, value)
     config.merge(extra)
+    return config
+
+
+def nbgrader_api(root: Path = ROOT, **settings):
+    """nbgrader's own API for the course at ``root``, with the course's settings and any
+    ``CourseDirectory`` settings given as keywords (e.g. ``db_url=...``)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    venv_path()
+    config = nbgrader_config(root=str(root), **settings)
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+@dataclass
+class Course:
+    """A class's grading state: ``root`` holds submitted/, autograded/, feedback/ (and
+    gradebook.db by default); ``source`` the assignments it is graded against."""
+
+    root: Path
+    source: Path
+    db_url: str
+    course_id: str
+    config: object  # traitlets Config: nbgrader_config.py with this course's folders
+    submitted: Path = field(init=False)
+    autograded: Path = field(init=False)
+    feedback: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        cd = self.coursedir()
+        self.submitted = Path(cd.format_path(cd.submitted_directory, ".", ".")).resolve()
+        self.autograded = Path(cd.format_path(cd.autograded_directory, ".", ".")).resolve()
+        self.feedback = Path(cd.format_path(cd.feedback_directory, ".", ".")).resolve()
+
+    def coursedir(self, **settings):
+        from nbgrader.coursedir import CourseDirectory
+
+        cd = CourseDirectory(config=self.config)
+        for key, value in settings.items():
+            setattr(cd, key, value)
+        return cd
+
+    def api(self, **settings):
+        base = {"source_directory": str(self.source), "db_url": self.db_url}
+        return nbgrader_api(self.root, **{**base, **settings})
+
+    def assignments(self) -> list[str]:
+        return assignments(self.source)
+
+    def record_path(self, student: str, assignment: str) -> Path:
+        return self.autograded / student / assignment / RECORD
+
+    def read_record(self, student: str, assignment: str) -> dict | None:
+        try:
+            return json.loads(self.record_path(student, assignment).read_text())
+        except (OSError, ValueError):
+            return None
+
+
+def open_course(root: Path | str | None = None, db_url: str | None = None) -> Course:
+    """The course at ``root`` (the repository by default) with nbgrader_config.py's settings;
+    ``source/`` is the root's own if it has one, else the repository's."""
+    from nbgrader.coursedir import CourseDirectory
+
+    venv_path()
+    root = Path(root or ROOT).resolve()
+    source = root / "source" if (root / "source").is_dir() else SOURCE
+    settings = {"root": str(root), "source_directory": str(source)}
+    if db_url:
+        settings["db_url"] = db_url
+    config = nbgrader_config(**settings)
+    cd = CourseDirectory(config=config)
+    return Course(root, source, cd.db_url, cd.course_id, config)

@@ -156,7 +156,8 @@ def stamp_and_schedule(assignments: list[str]) -> None:
     """Submission times (the LMS export has none) and a due date for each assignment."""
     from nbgrader.api import Gradebook
 
-    from .grading import _cache_alembic_version, open_course
+    from .course import open_course
+    from .gradebook import cache_alembic_version
 
     course = open_course(DEMO)
     for a in assignments:
@@ -166,7 +167,7 @@ def stamp_and_schedule(assignments: list[str]) -> None:
                 when = DUE + (timedelta(hours=26) if student == "barbara" else
                               timedelta(hours=-20))
                 (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S UTC"))
-    _cache_alembic_version()
+    cache_alembic_version()
     with Gradebook(course.db_url, course.course_id) as gb:
         for a in assignments:
             gb.update_or_create_assignment(a, duedate=DUE)
@@ -177,16 +178,18 @@ def stamp_and_schedule(assignments: list[str]) -> None:
 
 def demo(jobs: int | None = None, keep: bool = False) -> int:
     from .collect import collect, print_collect_report
+    from .display import print_report
+    from .errors import ExitCode
     from .export import export
     from .feedback import feedback
-    from .grading import FAILED, grade, print_report
+    from .grading import grade
     from .limits import Limits
 
     started = time.monotonic()
     assignments = demo_assignments()
     if not assignments:
         print("no assignment has solutions/ and notebooks/ yet: run `make generate` first")
-        return FAILED
+        return ExitCode.FAILED
     if not keep and DEMO.exists():
         shutil.rmtree(DEMO)
     print(f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
@@ -198,7 +201,7 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         if report.failure or report.not_placed:
             print_collect_report(report)
         if report.failure:
-            return FAILED
+            return ExitCode.FAILED
         print(f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
               f"{len(report.not_placed)} file(s) not placed")
     stamp_and_schedule(assignments)
@@ -208,11 +211,11 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True)
     for line in graded.problems + graded.failures:
         print(f"problem: {line}")
-    print(f"{graded.graded} graded in {graded.seconds:.0f} s; exit code {graded.exit_code} "
+    print(f"{graded.graded} graded in {graded.seconds:.0f} s; exit code {int(graded.exit_code)} "
           "(1: graded, some submissions had problems, as this class was made to)")
-    if graded.exit_code == FAILED:
+    if graded.exit_code == ExitCode.FAILED:
         print_report(graded)
-        return FAILED
+        return ExitCode.FAILED
 
     print("\n== feedback")
     fb = feedback(root=DEMO, jobs=jobs)
@@ -235,7 +238,7 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     print(f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
           "demo-class/exports/; `python -m autograder grade --course demo-class` again "
           "changes nothing.")
-    return FAILED if fb.failures else 0
+    return ExitCode.FAILED if fb.failures else ExitCode.OK
 
 
 def class_table(outcomes, assignments: list[str]) -> str:

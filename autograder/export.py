@@ -27,7 +27,7 @@ def _num(x) -> str:
 def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .grading import open_course
+    from .course import open_course
 
     course = open_course(root, db_url)
     out = Path(to) if to else course.root / "exports"

@@ -29,7 +29,9 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .course import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
+from .course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
+from .discovery import GLOB_CHARS
+from .errors import ExitCode
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MARKERS = (BEGIN, END, "load_grader(")
@@ -210,13 +212,13 @@ class FeedbackReport:
     failures: list[str] = field(default_factory=list)
 
     @property
-    def exit_code(self) -> int:
-        return 2 if self.failures else (1 if self.problems else 0)
+    def exit_code(self) -> ExitCode:
+        if self.failures:
+            return ExitCode.FAILED
+        return ExitCode.PROBLEMS if self.problems else ExitCode.OK
 
 
 def graded_submissions(course, assignments, students):
-    from .grading import RECORD
-
     out = []
     if not course.autograded.is_dir():
         return out
@@ -232,8 +234,6 @@ def graded_submissions(course, assignments, students):
 
 def feedback(assignments=None, students=None, *, root=None, db_url=None, jobs=None,
              force=False) -> FeedbackReport:
-    from .grading import GLOB_CHARS, open_course
-
     course = open_course(root, db_url)
     report = FeedbackReport()
     todo = []
@@ -282,8 +282,6 @@ def _run_all(course, todo, jobs):
 
 
 def _one(root, db_url, student, assignment) -> tuple[bool, str]:
-    from .grading import open_course
-
     course = open_course(root, db_url)
     folder = course.feedback / student / assignment
     graded = course.autograded / student / assignment

@@ -29,6 +29,9 @@ PR_SET_CHILD_SUBREAPER = 36
 
 @dataclass
 class Limits:
+    """What one submission may use while it is graded. These are the defaults; the
+    command line (``grade --cell-timeout ...``) overrides them."""
+
     cell_timeout: int = 60  # seconds one cell may run before it is interrupted
     wall: int = 300  # seconds a whole notebook may run
     memory: int = 3 * GiB  # address space of the worker and of each kernel it starts
@@ -39,6 +42,19 @@ class Limits:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def for_course(cls, config=None, **given) -> Limits:
+        """These defaults, then the course's per-cell limit (``Execute.timeout`` in
+        nbgrader_config.py), then the values ``given`` that are not None."""
+        limits = cls()
+        timeout = (config or {}).get("Execute", {}).get("timeout")
+        if isinstance(timeout, int) and timeout > 0:
+            limits.cell_timeout = timeout
+        for name, value in given.items():
+            if value is not None:
+                setattr(limits, name, value)
+        return limits
 
     def describe(self) -> str:
         return (f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
@@ -130,13 +146,14 @@ def _kill_until_none(find, rounds: int) -> int:
     return killed
 
 
-def kill_marked(token: str, exclude: set[int] | None = None, rounds: int = 20) -> int:
-    """SIGKILL every process whose environment has ``MARKER=token``, until none is left."""
+def kill_marked(token: str, rounds: int = 20) -> int:
+    """SIGKILL every other process whose environment has ``MARKER=token``, until none is
+    left."""
     import psutil
 
-    exclude = (exclude or set()) | {os.getpid()}
+    me = os.getpid()
     return _kill_until_none(
-        lambda: [p for p in psutil.process_iter() if p.pid not in exclude and _marked(p, token)],
+        lambda: [p for p in psutil.process_iter() if p.pid != me and _marked(p, token)],
         rounds,
     )
 
@@ -188,14 +205,12 @@ def _reap(procs) -> None:
             time.sleep(0.01)
 
 
-def reap_orphans(keep: set[int]) -> None:
-    """Reap exited children of this (subreaper) process that are not in ``keep``."""
+def reap_orphans() -> None:
+    """Reap exited children of this (subreaper) process."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process().children():
-            if child.pid in keep:
-                continue
             with contextlib.suppress(psutil.Error):
                 if child.status() == psutil.STATUS_ZOMBIE:
                     with contextlib.suppress(ChildProcessError):

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import nbformat
 
+from .messages import Note
+
 MAX_NOTEBOOK_BYTES = 100 * 1024**2
 IGNORED_NAMES = {"timestamp.txt", ".ipynb_checkpoints", "__pycache__", ".DS_Store"}
 
@@ -62,12 +64,6 @@ class Expected:
     @property
     def ids(self) -> set[str]:
         return {c.name for c in self.cells}
-
-
-@dataclass
-class Note:
-    text: str
-    problem: bool = False  # the grade is not (only) the result of the tests
 
 
 @dataclass

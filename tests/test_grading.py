@@ -13,7 +13,13 @@ from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, notebook_path
 
 from autograder import collect as col
 from autograder import commands, grading
+from autograder.course import open_course
+from autograder.discovery import discover
+from autograder.display import Display, Outcome
+from autograder.errors import GraderError
 from autograder.limits import GiB, Limits, parse_size
+from autograder.messages import Event, NotebookResult, Result
+from autograder.notes import compose_notes, note_line
 from autograder.submission import CellSpec, Expected, prepare, read_notebook
 
 A = "01_value"
@@ -228,13 +234,13 @@ def test_a_damaged_notebook_structure_is_repaired(tmp_path, expected):
 
 
 def test_notes_name_the_cell_and_the_limit():
-    result = {"notebooks": {"value": {"events": [
-        {"kind": "timeout", "cell": 9, "grade_id": None},
-        {"kind": "memory", "cell": 12, "grade_id": "value_test_add_mul"},
-    ], "notes": [], "graded": True}}, "folder_notes": []}
-    history = [{"kind": "died", "cell": 4, "grade_id": None, "notebook": "value"}]
-    notes = grading.compose_notes(result, history, Limits(cell_timeout=7), None)
-    line = grading.note_line(notes, 1, late=3 * 3600)
+    result = Result(notebooks={"value": NotebookResult(events=[
+        Event("timeout", 9, None),
+        Event("memory", 12, "value_test_add_mul"),
+    ], graded=True)})
+    history = [Event("died", 4, None, "value")]
+    notes = compose_notes(result, history, Limits(cell_timeout=7), None)
+    line = note_line(notes, 1, late=3 * 3600)
     assert "cell 10 was stopped after the 7 s per-cell limit" in line
     assert "cell 13 (`value_test_add_mul`) ran out of memory (limit 3 GiB)" in line
     assert "cell 5 crashed the kernel and was skipped" in line
@@ -243,8 +249,8 @@ def test_notes_name_the_cell_and_the_limit():
 
 
 def test_exit_codes_separate_problems_from_grader_failures():
-    ok = grading.Outcome("a", A, 14, 14)
-    bad = grading.Outcome("b", A, 0, 14, problem=True)
+    ok = Outcome("a", A, 14, 14)
+    bad = Outcome("b", A, 0, 14, problem=True)
     assert grading.GradeReport([ok], [], [], 1, 0, 1).exit_code == 0
     assert grading.GradeReport([ok, bad], [], [], 2, 0, 1).exit_code == 1
     assert grading.GradeReport([ok], ["stray file"], [], 1, 0, 1).exit_code == 1
@@ -252,7 +258,7 @@ def test_exit_codes_separate_problems_from_grader_failures():
 
     @commands._guard
     def fails(args):
-        raise grading.GraderError("no gradebook")
+        raise GraderError("no gradebook")
 
     @commands._guard
     def crashes(args):
@@ -279,16 +285,37 @@ def test_discover_reports_what_it_will_not_grade(tmp_path):
     (sub / "alice" / "01-value").mkdir()
     (sub / "alice" / "loose.ipynb").write_text("{}")
     (sub / "stray.txt").write_text("x")
-    course = grading.open_course(tmp_path)
-    found, problems = grading.discover(course, None, ["alice", "alice", "nobody"])
+    course = open_course(tmp_path)
+    found, problems = discover(course, None, ["alice", "alice", "nobody"])
     assert [(s.student, s.assignment) for s in found] == [("alice", A)]
     text = "\n".join(problems)
     assert "01-value: no such assignment" in text
     assert "loose.ipynb is not in an assignment folder" in text
     assert "no submission from student 'nobody'" in text
     assert "stray.txt" not in text  # only students asked for are looked at
-    _, problems = grading.discover(course, None, None)
+    _, problems = discover(course, None, None)
     assert any("stray.txt is a file" in p for p in problems)
+
+
+def test_nbgrader_config_is_parsed_once_per_process():
+    from autograder import course
+
+    course._parsed_config.cache_clear()
+    course.open_course()
+    course.nbgrader_api()
+    course.open_course(db_url="sqlite:///elsewhere.db")
+    assert course._parsed_config.cache_info().misses == 1
+    others = [p for p in (ROOT / "autograder").rglob("*.py")
+              if p.name != "course.py" and "PyFileConfigLoader" in p.read_text()]
+    assert others == []
+
+
+def test_limits_come_from_one_place():
+    """Defaults live in Limits; the course's Execute.timeout and given values override."""
+    config = {"Execute": {"timeout": 25}}
+    limits = Limits.for_course(config, wall=None, memory=2 * GiB)
+    assert (limits.cell_timeout, limits.wall, limits.memory) == (25, Limits().wall, 2 * GiB)
+    assert Limits.for_course(None, cell_timeout=5).cell_timeout == 5
 
 
 def test_limits():
@@ -301,10 +328,10 @@ def test_display_without_a_terminal_prints_one_line_per_submission():
     import io
 
     out = io.StringIO()
-    display = grading.Display(2, out)
+    display = Display(2, out)
     display.draw([("alice / 01_value", "value", 0.5)])
-    display.finished(grading.Outcome("alice", A, 14, 14, seconds=3.2))
-    display.finished(grading.Outcome("bob", A, 0, 14, True, "no notebook", 0.1))
+    display.finished(Outcome("alice", A, 14, 14, seconds=3.2))
+    display.finished(Outcome("bob", A, 0, 14, True, "no notebook", 0.1))
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and lines[0].startswith("[1/2] ✓ alice")
     assert lines[1].endswith("no notebook") and "✗ bob" in lines[1]
@@ -317,9 +344,9 @@ def test_display_without_a_terminal_prints_one_line_per_submission():
 def test_export_writes_grades_and_cells(tmp_path):
     from nbgrader.api import Gradebook
 
-    from autograder.grading import _cache_alembic_version
+    from autograder.gradebook import cache_alembic_version
 
-    _cache_alembic_version()
+    cache_alembic_version()
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url, "autograd-from-scratch") as gb:
         gb.add_assignment(A)
@@ -370,7 +397,7 @@ def test_grader_source_is_recognised_and_student_code_is_not():
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     for cell in solution.cells:
         assert not quotes_grader(cell.source), cell.source[:200]
-    assert quotes_grader('x = 1\nload_grader("lesson01").add_mul(Value)')
+    assert quotes_grader('x = 1\nload_grader("01_value").add_mul(Value)')
 
 
 def test_feedback_preprocessor_hides_tests_tracebacks_and_paths():

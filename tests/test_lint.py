@@ -14,3 +14,10 @@ def test_ruff_check_passes():
         text=True,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_grading_modules_stay_small():
+    """One responsibility per module: none of autograder/ grows past about 400 lines."""
+    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines())
+             for p in (ROOT / "autograder").glob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 420} == {}
