@@ -19,19 +19,24 @@ c.CourseDirectory.course_id = "autograd-from-scratch"
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "notebooks"
 
-# Every grading kernel first runs autograder/kernel_startup.py, which gives hidden tests
-# `load_grader()`: the grading helpers and the reference engine, loaded from this folder by
-# absolute path, never from the submission folder or from sys.modules. Then
-# autograder/kernel_guard.py undoes, before each cell, any change a student's code made to
-# builtins, math & co. or load_grader (and fails a test cell during which that happened).
-_KERNEL_FILES = [os.path.join(COURSE_ROOT, "autograder", name)
-                 for name in ("kernel_startup.py", "kernel_guard.py")]
-c.Execute.extra_arguments = [
-    "--HistoryManager.hist_file=:memory:",
-    f"--IPKernelApp.exec_files={_KERNEL_FILES!r}",
-]
+# Hidden tests never run in the student's kernel: at each test cell, GuardedExecute runs
+# the visible checks in the kernel, then the cell's hidden test (autograder/hidden/) runs in
+# this process, asks the probe in the kernel for plain values and compares them with the
+# reference engine. SaveVerdicts scores each test cell by that verdict alone. Both replace
+# nbgrader's Execute and SaveAutoGrades here, so `nbgrader autograde` and formgrader's
+# Autograde button grade exactly like `python -m autograder grade` (autograder/verdicts.py).
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 c.Execute.timeout = 60  # seconds per cell
 c.Execute.interrupt_on_timeout = True
+c.Autograde.autograde_preprocessors = [
+    "autograder.execute.GuardedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "autograder.verdicts.SaveVerdicts",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # A test cell a student deleted is put back before grading (and graded). With this on,
 # nbgrader fails on duplicated cells unless DropEmptyMetadata runs after DeduplicateIds.

@@ -4,8 +4,9 @@
   (nbgrader ``generate_assignment``), and the course gradebook brought up to date the same
   way when its cells differ;
 - ``auto_scores``: what the gradebook holds now, to tell whether a record is current;
-- ``merge``: one submission's scores written with nbgrader's own ``SaveAutoGrades`` and
-  ``AssignLatePenalties`` (only the grading process writes the course gradebook).
+- ``merge``: one submission's scores written with ``SaveVerdicts`` (each test cell's
+  verdict) and nbgrader's ``AssignLatePenalties`` (only the grading process writes the
+  course gradebook).
 
 Any database URL nbgrader accepts works; SQLite by default.
 """
@@ -102,8 +103,8 @@ class Totals:
 
 def merge(course: Course, student: str, assignment: str, folder: Path,
           autograded: Path | None, graded: set[str]) -> Totals:
-    """Write one submission's scores into the course gradebook with nbgrader's own
-    SaveAutoGrades and AssignLatePenalties (notebooks not in ``graded`` score zero).
+    """Write one submission's scores into the course gradebook with SaveVerdicts and
+    nbgrader's AssignLatePenalties (notebooks not in ``graded`` score zero).
     ``folder`` is the submitted folder (for its timestamp.txt). A locked SQLite gradebook
     (formgrader writing) is tried again after a pause."""
     from sqlalchemy.exc import SAWarning
@@ -118,7 +119,9 @@ def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None
            graded: set[str]) -> Totals:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    from .verdicts import SaveVerdicts
 
     stamp = course.coursedir().get_existing_timestamp(str(folder))
     with Gradebook(course.db_url, course.course_id) as gb:
@@ -137,7 +140,7 @@ def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None
             nb = nbformat.read(path, as_version=4)
             resources = {"nbgrader": {"notebook": name, "assignment": a, "student": s,
                                       "db_url": course.db_url}}
-            SaveAutoGrades(config=course.config).preprocess(nb, resources)
+            SaveVerdicts(config=course.config).preprocess(nb, resources)
             AssignLatePenalties(config=course.config).preprocess(nb, resources)
         else:
             with Gradebook(course.db_url, course.course_id) as gb:

@@ -103,6 +103,7 @@ class ClassGrading:
             submission=str(sub.folder), template=str(self.templates[sub.assignment]),
             source=str(self.course.source), course_id=self.course.course_id,
             skip=task.skip, owners=self.owners, released=self.released.get(sub.assignment, []),
+            seed=task.seed,
         )
 
     def finish(self, task: Task, result: Result, jobdir: Path | None,
@@ -138,7 +139,7 @@ class ClassGrading:
                         "auto_score": totals.auto_score, "problem": problem, "note": line,
                         "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
                         "cells": totals.cells, "runs": task.attempt, "seconds": seconds,
-                        "late_seconds": totals.late_seconds,
+                        "late_seconds": totals.late_seconds, "seed": task.seed,
                         "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                     })
         self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,

@@ -26,7 +26,7 @@ class Event:
 
     ``kind`` is one of: died (the kernel died), stuck (a cell ignored the interrupt),
     timeout (a cell hit the per-cell limit), wall (the notebook's limit ran out), memory,
-    output (output was cut), skipped (a cell was skipped, as asked), tamper."""
+    output (output was cut), skipped (a cell was skipped, as asked)."""
 
     kind: str
     cell: int | None  # the cell's index in the notebook as run
@@ -72,6 +72,7 @@ class Job:
     skip: dict[str, list[int]] = field(default_factory=dict)  # notebook -> cells not to run
     owners: dict[str, str] = field(default_factory=dict)  # grade id -> its assignment
     released: list[str] = field(default_factory=list)  # files students were given
+    seed: int = 0  # the hidden tests draw this submission's inputs from it
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -20,10 +20,8 @@ EVENT_TEXT = {
     "wall": "the notebook ran out of its {wall} s time limit at {cell}",
     "memory": "{cell} ran out of memory (limit {memory})",
     "output": "{cell} printed too much; only the first {output} kept",
-    "tamper": "{cell} changed functions the tests rely on (undone; a test cell where this "
-              "happens scores 0)",
 }
-PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "tamper"}
+PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory"}
 
 Notes = dict[str, list[tuple[str, bool]]]  # notebook name ("" for the folder) -> (text, problem)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import selectors
 import subprocess
 import sys
@@ -49,6 +50,7 @@ class Task:
     sub: Submission
     digest: str  # of the submitted folder
     grader: str  # digest of the grading material
+    seed: int = field(default_factory=lambda: secrets.randbits(48))  # hidden tests' inputs
     attempt: int = 1
     skip: dict[str, list[int]] = field(default_factory=dict)  # notebook -> cells to skip
     history: list[Event] = field(default_factory=list)  # why cells were skipped

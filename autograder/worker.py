@@ -9,7 +9,9 @@ answers with one line on its protocol pipe. The pool merges results into the gra
 
 The worker is a child subreaper in its own session, with the memory limits (``Limits``,
 given once on its command line) that its kernels inherit; after every notebook it kills
-whatever the kernel left behind.
+whatever the kernel left behind. Which preprocessors run is nbgrader_config.py's
+``Autograde.autograde_preprocessors`` (GuardedExecute and SaveVerdicts among them), the
+same as for ``nbgrader autograde``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)  # see grading.py: saves seconds of start-up
 
 from . import limits as oslimits  # noqa: E402
-from .execute import RUNS, GuardedExecute  # noqa: E402
+from .execute import RUNS  # noqa: E402
 from .messages import Job, NotebookResult, Result  # noqa: E402
 
 STUDENT = "student"  # the student id inside a private course (the real one may be anything)
@@ -53,14 +55,6 @@ class Worker:
         return self._expected[key]
 
     def config(self, job: Job, private: Path, notebook: str):
-        from nbconvert.preprocessors import ClearMetadataPreprocessor
-        from nbgrader.preprocessors import (
-            AssignLatePenalties,
-            CheckCellMetadata,
-            IgnorePattern,
-            LimitOutput,
-            SaveAutoGrades,
-        )
         from traitlets.config import Config
 
         cfg = copy.deepcopy(self.base_config)
@@ -72,14 +66,11 @@ class Worker:
         extra.CourseDirectory.assignment_id = job.assignment
         extra.CourseDirectory.student_id = STUDENT
         extra.CourseDirectory.notebook_id = notebook
-        extra.Autograde.autograde_preprocessors = [
-            GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-            SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
-        ]
         extra.GuardedExecute.timeout = int(self.limits.cell_timeout)
         extra.GuardedExecute.wall_limit = float(self.limits.wall)
         extra.GuardedExecute.max_output = int(self.limits.output)
         extra.GuardedExecute.skip_cells = job.skip
+        extra.GuardedExecute.seed = job.seed
         extra.GuardedExecute.progress_file = str(Path(job.dir) / "progress")
         extra.GuardedExecute.shutdown_kernel = "immediate"
         extra.GuardedExecute.iopub_timeout = 10

@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
-STARTUP = ROOT / "autograder" / "kernel_startup.py"
 VENV_BIN = str(Path(sys.executable).parent)
 
 
@@ -48,11 +47,23 @@ def mutate(nb: nbformat.NotebookNode, old: str, new: str) -> nbformat.NotebookNo
     return nb
 
 
-def load_grader_function():
-    """``load_grader`` exactly as grading kernels get it from kernel_startup.py."""
-    namespace = {"__file__": str(STARTUP)}
-    exec(STARTUP.read_text(), namespace)
-    return namespace["load_grader"]
+SEED = 20261122  # the hidden tests' inputs in the suite (grading draws a new seed each time)
+
+
+def code_of(cell) -> str:
+    """What grading runs of a cell in the kernel: a test cell without its hidden region,
+    and no IPython magics (run in-process here)."""
+    from autograder.verdicts import strip_hidden
+
+    source = strip_hidden(cell.source) if is_test_cell(cell) else cell.source
+    return "\n".join(line for line in source.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+
+
+def is_demo(cell) -> bool:
+    md = cell.metadata.get("nbgrader", {})
+    return "demo" in cell.metadata.get("tags", []) and not md.get("solution") and not md.get(
+        "grade")
 
 
 class CellFailed(Exception):
@@ -60,6 +71,19 @@ class CellFailed(Exception):
         super().__init__(f"cell {cell_id}: {type(error).__name__}: {error}")
         self.cell_id = cell_id
         self.error = error
+
+
+@contextlib.contextmanager
+def lesson_path(assignment: str):
+    """The assignment's folder first on sys.path (for coursekit), as in a kernel there."""
+    folder = str(SOURCE / assignment)
+    sys.path.insert(0, folder)
+    sys.modules.pop("coursekit", None)
+    try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("coursekit", None)
 
 
 def run_cells(
@@ -70,62 +94,58 @@ def run_cells(
     tests: bool = True,
     namespace: dict | None = None,
 ) -> dict:
-    """Execute ``nb``'s code cells in this process, with the assignment's folder first on
-    sys.path (for coursekit) and ``load_grader`` defined, as in a grading kernel.
+    """Execute ``nb``'s code cells in this process (test cells without their hidden
+    region); return the namespace.
 
     Stops after the cell whose grade id is ``until``; skips test cells if ``tests`` is
     False. Raises CellFailed for the first cell that raises. Output is swallowed.
     """
-    ns = {"load_grader": load_grader_function(), "__name__": "__main__"}
-    ns.update(namespace or {})
-    folder = str(SOURCE / assignment)
-    sys.path.insert(0, folder)
-    sys.modules.pop("coursekit", None)
-    try:
+    ns = {"__name__": "__main__", **(namespace or {})}
+    with lesson_path(assignment):
         for cell in nb.cells:
             if cell.cell_type != "code" or (not tests and is_test_cell(cell)):
                 continue
-            source = "\n".join(
-                line
-                for line in cell.source.splitlines()
-                if not line.lstrip().startswith(("%", "!"))
-            )
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(source, f"<cell {grade_id(cell)}>", "exec"), ns)
+                    exec(compile(code_of(cell), f"<cell {grade_id(cell)}>", "exec"), ns)
             except Exception as exc:
                 raise CellFailed(grade_id(cell), exc) from exc
             if until is not None and grade_id(cell) == until:
                 break
-    finally:
-        sys.path.remove(folder)
-        sys.modules.pop("coursekit", None)
     return ns
 
 
-def failing_cells(nb: nbformat.NotebookNode, assignment: str) -> dict[str, str]:
-    """Run every cell, carrying on past failures: {grade id of failed test cell: message}.
+def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
+    """The hidden test's verdict on the namespace as it is (the probe runs in a fork)."""
+    from autograder import verdicts
 
-    A failing non-test cell (say a stub that raises at definition time) is reported too,
-    under its grade id or its position.
+    kernel = verdicts.Kernel(verdicts.local_ask(ns), verdicts.cell_seed(seed, cell_id), 120)
+    return verdicts.verdict(assignment, cell_id, kernel)
+
+
+def failing_cells(nb: nbformat.NotebookNode, assignment: str, seed: int = SEED,
+                  visible: bool = False) -> dict[str, str]:
+    """Run every cell as grading does, carrying on past failures: {grade id of a test
+    cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
+    raises at definition time) is reported too, under its grade id or its position.
+    With ``visible``, the test cells' visible checks are what is reported instead.
     """
-    ns = {"load_grader": load_grader_function(), "__name__": "__main__"}
+    ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
-    folder = str(SOURCE / assignment)
-    sys.path.insert(0, folder)
-    sys.modules.pop("coursekit", None)
-    try:
+    with lesson_path(assignment):
         for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
+            if cell.cell_type != "code" or is_demo(cell):
                 continue
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(cell.source, f"<cell {i}>", "exec"), ns)
+                    exec(compile(code_of(cell), f"<cell {i}>", "exec"), ns)
             except Exception as exc:
-                failed[grade_id(cell) or f"cell {i}"] = str(exc)
-    finally:
-        sys.path.remove(folder)
-        sys.modules.pop("coursekit", None)
+                if visible or not is_test_cell(cell):
+                    failed[grade_id(cell) or f"cell {i}"] = str(exc)
+            if is_test_cell(cell) and not visible:
+                result = verdict_of(ns, assignment, grade_id(cell), seed)
+                if not result.passed:
+                    failed[grade_id(cell)] = result.message
     return failed
 
 
@@ -234,13 +254,15 @@ def assert_fails_exactly(nb: nbformat.NotebookNode, assignment: str, cells: set[
 
 
 def assert_blank_fails_each(assignment: str, exercises: set[str]) -> None:
-    """The released notebook fails every exercise's check with one short line."""
-    failed = failing_cells(read(NOTEBOOKS, assignment), assignment)
-    assert set(failed) >= set(exercises), failed
-    for cell in exercises:
-        message = failed[cell]
-        assert len(message.splitlines()) == 1 and len(message) < 88, message
-        assert "NotImplementedError" in message
+    """The released notebook fails every exercise's visible check and hidden test with
+    one short line that says it is not written yet."""
+    for visible in (True, False):
+        failed = failing_cells(read(NOTEBOOKS, assignment), assignment, visible=visible)
+        assert set(failed) >= set(exercises), failed
+        for cell in exercises:
+            message = failed[cell]
+            assert len(message.splitlines()) == 1 and len(message) < 88, message
+            assert "NotImplementedError" in message
 
 
 def grade_class(

@@ -1,5 +1,6 @@
 """Lesson 01 (the Value node): the hidden tests pass correct work, written any way, and
-catch the classic bugs, each in the cell that grades the broken exercise."""
+catch the classic bugs, each in the cell that grades the broken exercise and only there
+(the later exercises are graded on the course's version of the earlier ones)."""
 
 import pytest
 from helpers import (
@@ -26,37 +27,37 @@ BUGS = [
         "= instead of += in __add__",
         "self.grad += 1.0 * out.grad",
         "self.grad = 1.0 * out.grad",
-        {ADD, ARITH, REFL},
+        {ADD},
     ),
     (
         "no * out.grad in __mul__",
         "self.grad += other.data * out.grad",
         "self.grad += other.data",
-        {ADD, ARITH, REFL},
+        {ADD},
     ),
     (
         "__mul__ gradients swapped",
         "self.grad += other.data * out.grad",
         "self.grad += self.data * out.grad",
-        {ADD, ARITH, REFL},
+        {ADD},
     ),
     (
         "one parent missing from _prev",
         'out = Value(self.data + other.data, (self, other), "+")',
         'out = Value(self.data + other.data, (self,), "+")',
-        {ADD, ARITH, REFL},
+        {ADD},
     ),
     (
         "power rule n * x**n",
         "self.grad += n * self.data ** (n - 1) * out.grad",
         "self.grad += n * self.data**n * out.grad",
-        {ARITH, REFL},
-    ),  # 1 / a uses ** here
+        {ARITH},
+    ),
     (
         "power rule without * out.grad",
         "self.grad += n * self.data ** (n - 1) * out.grad",
         "self.grad += n * self.data ** (n - 1)",
-        {ARITH, REFL},
+        {ARITH},
     ),
     ("__rsub__ operands swapped", "return Value(other) - self", "return self - other", {REFL}),
     ("__rtruediv__ operands swapped", "return Value(other) / self", "return self / other", {REFL}),
@@ -141,7 +142,7 @@ def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
     body = cell.source[cell.source.index("    ### BEGIN SOLUTION") :]
     failed = failing_cells(mutate(solution, body, numbers), A)
     assert set(failed) == {HAND}
-    assert failed[HAND].startswith(("w1.grad", "x1.grad", "x2.grad", "w2.grad", "n.grad"))
+    assert failed[HAND].startswith("backprop_by_hand: ") and ".grad should be" in failed[HAND]
 
 
 @pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])

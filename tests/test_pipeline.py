@@ -1,14 +1,12 @@
-"""The course as a whole: source/ -> notebooks/ + solutions/ stays in step, nothing secret
-is released, and hidden tests cannot be spoofed by what a student plants."""
+"""The course as a whole: source/ -> notebooks/ + solutions/ stays in step, and nothing
+secret is released."""
 
 import json
 import re
-import sys
-import types
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell, load_grader_function
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell
 
 from autograder.course import assignments
 
@@ -113,83 +111,6 @@ def test_every_test_cell_reads_like_a_check():
             if cell.cell_type == "code" and is_test_cell(cell):
                 assert cell.source.startswith('"""'), f"{assignment}: {cell.source[:60]}"
                 assert max(len(line) for line in cell.source.splitlines()) < 100
-
-
-# ---- the grader cannot be spoofed from the submission side ------------------------------
-
-
-def test_load_grader_ignores_planted_modules(tmp_path, monkeypatch):
-    """A submission folder first on sys.path, with look-alike files, and fake entries in
-    sys.modules, change nothing: the grader and reference come from the course folder."""
-    for name in ("refgrad", "autograder", "coursekit", "common", "hidden"):
-        (tmp_path / f"{name}.py").write_text("raise SystemExit('planted module was imported')\n")
-    (tmp_path / "refgrad").mkdir()
-    (tmp_path / "refgrad" / "__init__.py").write_text("Value = None\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    fake = types.ModuleType("refgrad")
-    fake.Value = None
-    for name in ("refgrad", "refgrad.engine", "autograder.hidden", "autograder.hidden.common"):
-        monkeypatch.setitem(sys.modules, name, fake)
-
-    grader = load_grader_function()("01_value")
-    engine_file = grader.RefValue.backward.__code__.co_filename
-    assert engine_file == str(SOURCE / ".reference" / "refgrad" / "engine.py")
-    assert grader.add_mul.__code__.co_filename.startswith(str(ROOT / "autograder" / "hidden"))
-    assert "_grader_" in grader.__name__
-    assert not any(k.startswith(("_grader_", "_refgrad_")) for k in sys.modules)
-
-
-def test_patching_a_loaded_grader_does_not_carry_over():
-    """A student who patches the comparison functions of one loaded grader gets nothing:
-    every hidden cell loads a fresh one."""
-    load_grader = load_grader_function()
-
-    class Broken:  # a + b that forgets b's gradient
-        def __init__(self, data, _children=()):
-            self.data, self.grad, self._prev = float(data), 0.0, tuple(_children)
-            self._backward = lambda: None
-
-        def __add__(self, other):
-            other = other if isinstance(other, Broken) else Broken(other)
-            out = Broken(self.data + other.data, (self, other))
-
-            def _backward():
-                self.grad += out.grad
-
-            out._backward = _backward
-            return out
-
-        def __mul__(self, other):
-            other = other if isinstance(other, Broken) else Broken(other)
-            out = Broken(self.data * other.data, (self, other))
-
-            def _backward():
-                self.grad += other.data * out.grad
-                other.grad += self.data * out.grad
-
-            out._backward = _backward
-            return out
-
-    first = load_grader("01_value")
-    first.compare_cases = lambda *a, **k: None
-    first.compare_random_graphs = lambda *a, **k: None
-    first.add_mul(Broken)  # the patched copy passes anything...
-    with pytest.raises(AssertionError):
-        load_grader("01_value").add_mul(Broken)  # ...a fresh one does not
-
-
-def test_grading_failure_shows_no_grader_source():
-    grader = load_grader_function()("01_value")
-    try:
-        grader.add_mul(int)
-    except AssertionError as exc:
-        lines = exc._render_traceback_()
-    else:
-        pytest.fail("int is not a Value implementation")
-    assert lines[0].startswith("Hidden test failed: ")
-    assert all(len(line) < 90 for line in lines)
-    assert not any("common.py" in line or "def " in line for line in lines)
 
 
 def test_readme_names_the_two_commands():

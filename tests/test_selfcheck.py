@@ -96,17 +96,12 @@ def test_self_check_does_nothing_while_grading(monkeypatch, capsys):
     assert out.err == ""
 
 
-def test_the_grading_kernel_startup_turns_self_check_off():
-    namespace = {"__file__": str(ROOT / "autograder" / "kernel_startup.py")}
-    saved = os.environ.pop("COURSEKIT_NO_SELF_CHECK", None)
-    try:
-        exec((ROOT / "autograder" / "kernel_startup.py").read_text(), namespace)
-        assert os.environ.get("COURSEKIT_NO_SELF_CHECK") == "1"
-    finally:
-        os.environ.pop("COURSEKIT_NO_SELF_CHECK", None)
-        if saved is not None:
-            os.environ["COURSEKIT_NO_SELF_CHECK"] = saved
-    assert [n for n in namespace if not n.startswith("__")] == ["load_grader"]
+def test_grading_kernels_turn_self_check_off():
+    """Grading kernels keep their history in memory (nbgrader_config.py), which is how
+    coursekit.self_check() knows to do nothing there."""
+    from autograder.course import nbgrader_config
+
+    assert "--HistoryManager.hist_file=:memory:" in nbgrader_config().Execute.extra_arguments
 
 
 def test_self_check_outside_a_course_says_so_in_one_line(tmp_path, monkeypatch, capsys):

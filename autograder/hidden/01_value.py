@@ -1,110 +1,176 @@
-"""Hidden tests of lesson 01, the Value node (no backward() yet: the grader runs the
-students' ``_backward`` closures itself, outputs first, through any kind of ``_prev``)."""
+"""Hidden tests of 01_value, the Value node. Lesson 1 has no backward() yet: the probe
+runs the student's ``_backward`` closures itself, outputs first, through any kind of
+``_prev``. Each test grades one exercise: the operations it builds on are the course's
+(``Given``), attached to the student's Value for that test only."""
 
-from types import SimpleNamespace
+from __future__ import annotations
+
+import random
 
 from .common import (
+    ARITHMETIC,
+    Case,
+    Given,
+    Kernel,
+    Program,
     RefValue,
+    Step,
+    check_cases,
     close,
-    compare_cases,
-    compare_random_graphs,
-    describe_error,
     fail,
-    hidden_check,
     num,
-    run_closures,
+    random_program,
+    single,
 )
 
-ARITHMETIC = ("+", "*", "-", "/", "**", "neg")
+
+def _given(name: str, body: str) -> Given:
+    return Given(f"Value.{name}", name, body)
 
 
-@hidden_check
-def add_mul(Value) -> None:
+ADD = _given("__add__", '''
+def __add__(self, other):
+    other = other if isinstance(other, Value) else Value(other)
+    out = Value(self.data + other.data, (self, other), "+")
+
+    def _backward():
+        self.grad += out.grad
+        other.grad += out.grad
+
+    out._backward = _backward
+    return out
+''')
+MUL = _given("__mul__", '''
+def __mul__(self, other):
+    other = other if isinstance(other, Value) else Value(other)
+    out = Value(self.data * other.data, (self, other), "*")
+
+    def _backward():
+        self.grad += other.data * out.grad
+        other.grad += self.data * out.grad
+
+    out._backward = _backward
+    return out
+''')
+POW = _given("__pow__", '''
+def __pow__(self, n):
+    out = Value(self.data**n, (self,), f"**{n}")
+
+    def _backward():
+        self.grad += n * self.data ** (n - 1) * out.grad
+
+    out._backward = _backward
+    return out
+''')
+NEG = _given("__neg__", "def __neg__(self):\n    return self * -1\n")
+SUB = _given("__sub__", "def __sub__(self, other):\n    return self + (-other)\n")
+DIV = _given("__truediv__", "def __truediv__(self, other):\n    return self * other**-1\n")
+
+
+def _cases(rng: random.Random, singles: list[tuple[str, tuple]], ops: tuple, graphs: int,
+           numbers: str = "right", visible: list[Case] = ()) -> list[Case]:
+    """The lesson's own examples, each op alone at random inputs (from a random
+    d(loss)/d(output), to catch a missing ``* out.grad``), then random graphs: every other
+    one built twice on the same inputs (the gradients must add up)."""
+    cases = list(visible)
+    for _ in range(12):
+        for op, args in singles:
+            program, leaves = single(op, args, rng)
+            cases.append(Case(program, leaves, seed=rng.choice((1.0, -0.5, 2.5))))
+    for g in range(graphs):
+        program, leaves = random_program(rng, ops, n_leaves=rng.choice((1, 2, 3)),
+                                         n_steps=rng.choice((1, 2, 3, 5, 7)), numbers=numbers)
+        cases.append(Case(program, leaves, passes=1 + g % 2))
+    return cases
+
+
+def _visible(*examples: tuple[int, list[tuple[str, tuple]], list[float]]) -> list[Case]:
+    return [Case(Program(n, [Step(op, args) for op, args in steps]), leaves)
+            for n, steps, leaves in examples]
+
+
+def add_mul(kernel: Kernel) -> None:
     """``+`` and ``*`` between Values, with a number on the right, and a node used twice."""
-    cases = [
-        ("+", (0, 1)),
-        ("*", (0, 1)),
-        ("+", (0, 0)),
-        ("*", (0, 0)),
-        ("+", (0, 2.5)),
-        ("*", (0, -1.5)),
-    ]
-    compare_cases(Value, cases, seed=101, backprop=run_closures)
-    compare_random_graphs(Value, ("+", "*"), seed=102, graphs=120, backprop=run_closures)
+    singles = [("+", (0, 1)), ("*", (0, 1)), ("+", (0, 0)), ("*", (0, 0)),
+               ("+", (0, 2.5)), ("*", (0, -1.5))]
+    visible = _visible((2, [("+", (0, 1))], [2.0, -3.0]), (2, [("*", (0, 1))], [2.0, -3.0]),
+                       (1, [("*", (0, 4.0))], [2.0]),
+                       (2, [("*", (0, 1)), ("+", (2, 0))], [2.0, 3.0]))
+    cases = _cases(kernel.rng, singles, ("+", "*"), 120, visible=visible)
+    check_cases(kernel, cases, backprop="closures", tested=("__add__", "__mul__"))
 
 
-@hidden_check
-def arithmetic(Value) -> None:
-    """``**`` with a number exponent, unary minus, ``-`` and ``/``."""
-    cases = [
-        ("**", (0, 2)),
-        ("**", (0, 3)),
-        ("**", (0, -1)),
-        ("**", (0, 0.5)),
-        ("**", (0, 1.5)),
-        ("neg", (0,)),
-        ("-", (0, 1)),
-        ("-", (0, 0)),
-        ("-", (0, 2.0)),
-        ("/", (0, 1)),
-        ("/", (0, 0)),
-        ("/", (0, -2.0)),
-    ]
-    compare_cases(Value, cases, seed=201, backprop=run_closures)
-    compare_random_graphs(Value, ARITHMETIC, seed=202, graphs=150, backprop=run_closures)
+def arithmetic(kernel: Kernel) -> None:
+    """``**`` with a number exponent, unary minus, ``-`` and ``/`` (+ and * are given)."""
+    singles = [("**", (0, 2)), ("**", (0, 3)), ("**", (0, -1)), ("**", (0, 0.5)),
+               ("**", (0, 1.5)), ("neg", (0,)), ("-", (0, 1)), ("-", (0, 0)),
+               ("-", (0, 2.0)), ("/", (0, 1)), ("/", (0, 0)), ("/", (0, -2.0))]
+    visible = _visible((1, [("**", (0, 3))], [2.0]), (1, [("**", (0, -1))], [4.0]),
+                       (1, [("neg", (0,))], [2.0]), (2, [("-", (0, 1))], [5.0, 3.0]),
+                       (2, [("/", (0, 1))], [3.0, 4.0]))
+    cases = _cases(kernel.rng, singles, ARITHMETIC, 150, visible=visible)
+    check_cases(kernel, cases, backprop="closures", given=(ADD, MUL),
+                tested=("__pow__", "__neg__", "__sub__", "__truediv__"))
 
 
-@hidden_check
-def reflected(Value) -> None:
-    """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x."""
-    cases = [
-        ("+", (2.0, 0)),
-        ("*", (-1.5, 0)),
-        ("-", (2.0, 0)),
-        ("-", (-0.5, 0)),
-        ("/", (1.5, 0)),
-        ("/", (-2.0, 0)),
-    ]
-    compare_cases(Value, cases, seed=301, backprop=run_closures)
-    compare_random_graphs(
-        Value, ARITHMETIC, seed=302, graphs=150, numbers="both", backprop=run_closures
-    )
+def reflected(kernel: Kernel) -> None:
+    """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x (the rest is given)."""
+    singles = [("+", (2.0, 0)), ("*", (-1.5, 0)), ("-", (2.0, 0)), ("-", (-0.5, 0)),
+               ("/", (1.5, 0)), ("/", (-2.0, 0))]
+    visible = _visible((1, [("+", (2.0, 0))], [3.0]), (1, [("*", (2.0, 0))], [3.0]),
+                       (1, [("-", (2.0, 0))], [3.0]), (1, [("/", (1.0, 0))], [4.0]),
+                       (2, [("+", (0.0, 0)), ("+", (2, 1)), ("+", (3, 0))], [1.0, 2.0]))
+    cases = _cases(kernel.rng, singles, ARITHMETIC, 150, numbers="both", visible=visible)
+    check_cases(kernel, cases, backprop="closures", given=(ADD, MUL, POW, NEG, SUB, DIV),
+                tested=("__radd__", "__rmul__", "__rsub__", "__rtruediv__"))
 
 
-NEURON_NODES = ("L", "n", "s", "b", "x1w1", "x2w2", "x1", "w1", "x2", "w2")
+# ---- backprop by hand ---------------------------------------------------------------------
+
+NODES = ("L", "n", "s", "b", "x1w1", "x2w2", "x1", "w1", "x2", "w2")
 
 
-def neuron(V, x1, w1, x2, w2, b):
-    """The lesson's small neuron, built with any Value class: L = (x1*w1 + x2*w2 + b)**2."""
-    g = SimpleNamespace(x1=V(x1), w1=V(w1), x2=V(x2), w2=V(w2), b=V(b))
-    g.x1w1 = g.x1 * g.w1
-    g.x2w2 = g.x2 * g.w2
-    g.s = g.x1w1 + g.x2w2
-    g.n = g.s + g.b
-    g.L = g.n * g.n
-    return g
+def neuron_data(x1, w1, x2, w2, b) -> tuple[dict[str, float], dict[str, float]]:
+    """The lesson's small neuron L = (x1*w1 + x2*w2 + b)**2: every node's data, and the
+    true dL/d(node) from the reference engine."""
+    v = {name: RefValue(x) for name, x in zip(("x1", "w1", "x2", "w2", "b"),
+                                              (x1, w1, x2, w2, b))}
+    v["x1w1"] = v["x1"] * v["w1"]
+    v["x2w2"] = v["x2"] * v["w2"]
+    v["s"] = v["x1w1"] + v["x2w2"]
+    v["n"] = v["s"] + v["b"]
+    v["L"] = v["n"] * v["n"]
+    data = {name: node.data for name, node in v.items()}
+    v["L"].backward()
+    return data, {name: node.grad for name, node in v.items()}
 
 
-@hidden_check
-def hand_backprop(backprop_by_hand) -> None:
-    """The student's hand-written chain rule, run on reference nodes at random inputs."""
-    import random
+def hand_backprop(kernel: Kernel) -> None:
+    """The student's hand-written chain rule, on the grader's nodes at random inputs."""
+    points = [(2.0, -3.0, 0.0, 1.0, 6.5)]
+    points += [tuple(round(kernel.rng.uniform(-3, 3), 2) for _ in range(5)) for _ in range(25)]
+    graphs = [neuron_data(*p) for p in points]
+    results = kernel.run("hand", function="backprop_by_hand",
+                         graphs=[data for data, _ in graphs], what="backprop_by_hand")
+    for point, (_, truth), got in zip(points, graphs, results):
+        where = "at x1={}, w1={}, x2={}, w2={}, b={}".format(*map(num, point))
+        if "failed" in got:
+            error = got["error"]
+            hint = ""
+            if any(word in error for word in ("backward", "_prev", "label")):
+                hint = ("\n(set each .grad yourself from the nodes' .data and .grad: the "
+                        "grader's nodes have nothing else)")
+            fail(f"backprop_by_hand raised {error} {where}{hint}")
+        for name in NODES:
+            if not close(got[name], truth[name]):
+                fail(f"backprop_by_hand: {name}.grad should be dL/d{name} = "
+                     f"{num(truth[name])}, got {num(got[name])}\n{where}\n"
+                     "(use the other nodes' .data and .grad, not numbers worked out once)")
 
-    rng = random.Random(401)
-    for _ in range(25):
-        inputs = [round(rng.uniform(-3, 3), 2) for _ in range(5)]
-        mine = neuron(RefValue, *inputs)
-        truth = neuron(RefValue, *inputs)
-        truth.L.backward()
-        try:
-            backprop_by_hand(mine)
-        except Exception as exc:
-            fail(f"backprop_by_hand raised {describe_error(exc)}")
-        where = "at x1={}, w1={}, x2={}, w2={}, b={}".format(*map(num, inputs))
-        for name in NEURON_NODES:
-            got, want = getattr(mine, name).grad, getattr(truth, name).grad
-            if not close(got, want):
-                fail(
-                    f"{name}.grad is {num(got)} but dL/d{name} = {num(want)} {where}\n"
-                    "use the other nodes' .data and .grad, not numbers you worked out"
-                )
+
+TESTS = {
+    "value_test_add_mul": add_mul,
+    "value_test_hand_backprop": hand_backprop,
+    "value_test_arithmetic": arithmetic,
+    "value_test_reflected": reflected,
+}

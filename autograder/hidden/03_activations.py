@@ -1,226 +1,207 @@
-"""Hidden tests of lesson 03, activations and elementary functions.
+"""Hidden tests of 03_activations: tanh, relu, exp, log, sigmoid, sin, cos, sqrt, and one
+neuron.
 
-The students get the engine of lessons 1-2 in a locked cell (closures without arguments,
-their own ``backward()``) and attach tanh, relu, exp, log, sigmoid, sin, cos and sqrt to it.
-Each check compares the op with the reference engine
+The students get the engine of lessons 1-2 in a locked cell (arithmetic, backward()) and
+attach the functions to it. Each check compares the op with the reference engine
 
-- alone at random inputs, backpropagated from a random d(loss)/d(output), so that a
+- alone at random inputs, backpropagated from a random d(loss)/d(output) too, so that a
   ``_backward`` without ``* out.grad`` shows;
 - at the inputs that matter for it: |x| up to 1000 for tanh and sigmoid (no overflow),
-  relu at exactly 0, exp's overflow, the domains of log and sqrt;
-- inside random graphs with the arithmetic, backpropagated with the student's backward().
+  relu at exactly 0, exp's overflow, the domains of log and sqrt, sqrt(0);
+- inside random graphs with the arithmetic, backpropagated with backward().
 
 Any correct formula passes: values are compared with a tolerance, never by how they were
 computed, and random inputs stay away from kinks and domain edges.
 """
 
-import random
+from __future__ import annotations
 
 from .common import (
+    ARITHMETIC,
+    Case,
+    Given,
+    GradingFailure,
+    Kernel,
+    Program,
     RefValue,
+    Step,
+    check_cases,
     close,
-    compare_cases,
-    compare_random_graphs,
-    describe_error,
     fail,
-    hidden_check,
     num,
-    run_closures,
+    random_program,
+    single,
 )
 
-ARITHMETIC = ("+", "*", "-", "/", "**", "neg")
-LARGE = "\nlarge inputs must work too: the tests use |x| up to 1000"
+LARGE = "large inputs must work too: the tests use |x| up to 1000"
+TANH = Given("Value.tanh", "tanh", '''
+def tanh(self):
+    t = math.tanh(self.data)
+    out = Value(t, (self,), "tanh")
+
+    def _backward():
+        self.grad += (1 - t**2) * out.grad
+
+    out._backward = _backward
+    return out
+''')
 
 
-def _cases(Value, op: str, seed: int, positive: bool = False) -> None:
-    """``x.op()`` alone at random inputs in [-2, 2] (or [0.3, 2] when ``positive``):
-    first backpropagated from 1.0, which checks the local derivative, then from random
-    values of d(loss)/d(output), which checks that ``* out.grad`` is there."""
-    compare_cases(Value, [(op, (0,))], seed=seed, rounds=20, backprop=_from_one, positive=positive)
-    compare_cases(
-        Value,
-        [(op, (0,))],
-        seed=seed + 1000,
-        rounds=20,
-        backprop=run_closures,
-        positive=positive,
-    )
+def one(op: str, x: float, seed: float = 1.0) -> Case:
+    return Case(Program(1, [Step(op, (0,))]), [x], seed=seed)
 
 
-def _from_one(root, seed: float = 1.0) -> None:
-    """The students' closures, outputs first, from d(loss)/d(root) = 1."""
-    run_closures(root, 1.0)
+def inside(op: str, x: float, k: float) -> Case:
+    """(k * x).op(), as in the visible checks."""
+    return Case(Program(1, [Step("*", (k, 0)), Step(op, (1,))]), [x])
 
 
-def _graphs(Value, ops: tuple, seed: int) -> None:
-    """The ops inside random graphs with the arithmetic, using the student's backward()."""
-    compare_random_graphs(Value, (*ARITHMETIC, *ops), seed=seed, graphs=80, numbers="both")
+def outside(op: str, x: float, k: float) -> Case:
+    """k * x.op(), as in the visible checks."""
+    return Case(Program(1, [Step(op, (0,)), Step("*", (k, 1))]), [x])
 
 
-def _at(Value, op: str, x: float, hint: str = "") -> None:
-    """``Value(x).op()`` at one chosen input: its data, and its gradient after backprop."""
-    ref_leaf = RefValue(x)
-    ref_out = getattr(ref_leaf, op)()
-    ref_out.backward()
-    expr = f"Value({num(x)}).{op}()"
+def check_op(kernel: Kernel, op: str, visible: list[Case], points: list[float] = (),
+             positive: bool = False, hint: str = "") -> None:
+    """``op`` alone at random inputs (from 1.0, then from random values of d(loss)/d(out)),
+    at chosen ``points`` (where ``hint`` is added to a failure), then in random graphs
+    with the arithmetic (backward())."""
+    rng = kernel.rng
+    cases = list(visible)
+    for seed in [1.0] * 20 + [rng.choice((-0.5, 2.5, -3.0)) for _ in range(20)]:
+        program, leaves = single(op, (0,), rng, positive=positive)
+        cases.append(Case(program, leaves, seed=seed))
     try:
-        leaf = Value(x)
-        out = getattr(leaf, op)()
-    except Exception as exc:
-        fail(f"{expr} raised {describe_error(exc)}{hint}")
-    got = getattr(out, "data", None)
-    if not close(got, ref_out.data):
-        fail(f"{expr} should have data {num(ref_out.data)}, got {num(got)}{hint}")
-    try:
-        run_closures(out)
-    except Exception as exc:
-        fail(f"backpropagating {expr} raised {describe_error(exc)}{hint}")
-    if not close(leaf.grad, ref_leaf.grad):
-        fail(f"the gradient of {expr} should be {num(ref_leaf.grad)}, got {num(leaf.grad)}{hint}")
+        check_cases(kernel, cases, backprop="closures", tested=(op,))
+        check_cases(kernel, [one(op, x) for x in points], backprop="closures", tested=(op,))
+    except GradingFailure as exc:
+        large = any(x in str(exc) for x in ("Overflow", "400", "800", "1000"))
+        if hint and large:
+            fail(f"{exc}\n({hint})")
+        raise
+    graphs = [Case(*random_program(rng, (*ARITHMETIC, op), n_leaves=rng.choice((1, 2, 3)),
+                                   n_steps=rng.choice((1, 2, 3, 5, 7)), numbers="both"))
+              for _ in range(80)]
+    check_cases(kernel, graphs, backprop="backward", tested=(op,))
 
 
-def _domain(Value, op: str, x: float, rule: str) -> None:
-    """``Value(x).op()`` outside the op's domain: a ValueError that names x."""
-    expr = f"Value({num(x)}).{op}()"
-    try:
-        out = getattr(Value(x), op)()
-    except ValueError as exc:
-        if num(abs(x)) not in str(exc):
-            fail(
-                f"{expr} raised ValueError, but its message should name the value "
-                f"{num(x)}; it says {str(exc)[:40]!r}"
-            )
-        return
-    except Exception as exc:
-        fail(f"{expr} should raise ValueError ({rule}), not {describe_error(exc)}")
-    fail(f"{expr} should raise ValueError ({rule}), got data {num(getattr(out, 'data', out))}")
+def check_raises(kernel: Kernel, op: str, points: list[float], error: str, rule: str,
+                 names_value: bool = True) -> None:
+    """``Value(x).op()`` at each point must raise ``error`` (whose message names x)."""
+    results = kernel.run("graphs", value="Value", programs=[one(op, x).spec() for x in points],
+                         backprop="closures", what=f"Value(x).{op}()")
+    for x, result in zip(points, results):
+        expr = f"Value({num(x)}).{op}()"
+        if result.get("failed") != "build":
+            got = num(result["data"][-1]) if "data" in result else result.get("error")
+            fail(f"`{op}`: {expr} should raise {error} ({rule}), got {got}")
+        if result["type"] != error:
+            fail(f"`{op}`: {expr} should raise {error} ({rule}), not {result['error']}")
+        if names_value and num(abs(x)) not in result["message"]:
+            fail(f"`{op}`: {expr} raised {error}, but its message should name the value "
+                 f"{num(x)}; it says {result['message'][:40]!r}")
 
 
-@hidden_check
-def tanh(Value) -> None:
-    _cases(Value, "tanh", 701)
-    for x in (20.0, -20.0, 400.0, -400.0, 1000.0, -1000.0):
-        _at(Value, "tanh", x, LARGE)
-    _graphs(Value, ("tanh",), 702)
+def tanh(kernel: Kernel) -> None:
+    visible = [one("tanh", 0.5), one("tanh", -2.0), outside("tanh", 0.5, 3.0),
+               inside("tanh", 1.0, 1000.0)]
+    check_op(kernel, "tanh", visible, [20.0, -20.0, 400.0, -400.0, 1000.0, -1000.0],
+             hint=LARGE)
 
 
-@hidden_check
-def relu(Value) -> None:
-    _cases(Value, "relu", 711)
-    for x in (0.0, -0.0):
-        leaf = Value(x)
-        try:
-            out = leaf.relu()
-            run_closures(out)
-        except Exception as exc:
-            fail(f"Value(0).relu() raised {describe_error(exc)}")
-        if not close(getattr(out, "data", None), 0.0):
-            fail(f"Value(0).relu() should have data 0, got {num(getattr(out, 'data', None))}")
-        if not close(leaf.grad, 0.0):
-            fail(
-                "at x = 0 relu has a kink: by convention its gradient is 0 "
-                f"(as in PyTorch), got {num(leaf.grad)}"
-            )
-    for x in (1000.0, -1000.0, 1e-6, -1e-6):
-        _at(Value, "relu", x)
-    _graphs(Value, ("relu",), 712)
+def relu(kernel: Kernel) -> None:
+    visible = [one("relu", 1.5), one("relu", -2.0), one("relu", 0.0),
+               outside("relu", 0.5, -3.0)]
+    results = kernel.run("graphs", value="Value", programs=[one("relu", x, 2.0).spec()
+                                                             for x in (0.0, -0.0)],
+                         backprop="closures", what="Value(0).relu()")
+    for result in results:
+        if "failed" in result:
+            fail(f"`relu`: Value(0).relu() raised {result['error']}")
+        if not close(result["data"][-1], 0.0):
+            fail(f"`relu`: Value(0).relu() should be 0, got {num(result['data'][-1])}")
+        if not close(result["grads"][0], 0.0):
+            fail("`relu`: at x = 0 relu has a kink: by convention its gradient is 0 there "
+                 f"(as in PyTorch), got {num(result['grads'][0] / 2)} times out.grad")
+    check_op(kernel, "relu", visible, [1000.0, -1000.0, 1e-6, -1e-6])
 
 
-@hidden_check
-def exp_log(Value) -> None:
-    _cases(Value, "exp", 721)
-    _cases(Value, "log", 722, positive=True)
-    for x in (-1000.0, -30.0, 30.0, 300.0):
-        _at(Value, "exp", x)
-    try:
-        out = Value(1000.0).exp()
-    except OverflowError:
-        pass
-    except Exception as exc:
-        fail(f"Value(1000).exp() should raise OverflowError, not {describe_error(exc)}")
-    else:
-        fail(
-            "Value(1000).exp() should raise OverflowError (e**1000 is too large for a "
-            f"float), got data {num(getattr(out, 'data', out))}"
-        )
-    for x in (1e-6, 1e6):
-        _at(Value, "log", x)
-    for x in (0.0, -2.5, -4.0):
-        _domain(Value, "log", x, "log needs x > 0")
-    _graphs(Value, ("exp", "log"), 723)
+def exp_log(kernel: Kernel) -> None:
+    check_op(kernel, "exp", [one("exp", 1.0), outside("exp", 0.0, 2.0)],
+             [-1000.0, -30.0, 30.0, 300.0])
+    check_op(kernel, "log", [one("log", 2.0)], [1e-6, 1e6], positive=True)
+    composed = Case(Program(1, [Step("exp", (0,)), Step("log", (1,))]), [0.7])
+    check_cases(kernel, [composed], backprop="closures", tested=("exp", "log"))
+    check_raises(kernel, "exp", [1000.0], "OverflowError",
+                 "e**1000 is too large for a float", names_value=False)
+    check_raises(kernel, "log", [0.0, -2.5, -4.0, -2.0], "ValueError", "log needs x > 0")
 
 
-@hidden_check
-def sigmoid(Value) -> None:
-    _cases(Value, "sigmoid", 731)
-    for x in (40.0, -40.0, 800.0, -800.0, 1000.0, -1000.0):
-        _at(Value, "sigmoid", x, LARGE)
-    _graphs(Value, ("sigmoid",), 732)
+def sigmoid(kernel: Kernel) -> None:
+    visible = [one("sigmoid", 0.0), one("sigmoid", 2.0), outside("sigmoid", 0.0, 4.0),
+               inside("sigmoid", 1.0, -1000.0), inside("sigmoid", 1.0, 1000.0)]
+    check_op(kernel, "sigmoid", visible, [40.0, -40.0, 800.0, -800.0, 1000.0, -1000.0],
+             hint=LARGE)
 
 
-@hidden_check
-def sin_cos_sqrt(Value) -> None:
-    _cases(Value, "sin", 741)
-    _cases(Value, "cos", 742)
-    _cases(Value, "sqrt", 743, positive=True)
-    for x in (-7.0, 10.0):
-        _at(Value, "sin", x)
-        _at(Value, "cos", x)
-    for x in (1e-4, 1e6):
-        _at(Value, "sqrt", x)
-    for x in (-2.5, -4.0):
-        _domain(Value, "sqrt", x, "sqrt needs x >= 0")
-    _graphs(Value, ("sin", "cos", "sqrt"), 744)
+def sin_cos_sqrt(kernel: Kernel) -> None:
+    check_op(kernel, "sin", [one("sin", 0.5)], [-7.0, 10.0])
+    check_op(kernel, "cos", [one("cos", 0.5)], [-7.0, 10.0])
+    check_op(kernel, "sqrt", [one("sqrt", 4.0)], [1e-4, 1e6], positive=True)
+    identity = Case(Program(1, [Step("sin", (0,)), Step("**", (1, 2)), Step("cos", (0,)),
+                                Step("**", (3, 2)), Step("+", (2, 4))]), [0.7])
+    check_cases(kernel, [identity], backprop="closures", tested=("sin", "cos"))
+    results = kernel.run("graphs", value="Value", programs=[one("sqrt", 0.0).spec()],
+                         backprop="closures", what="Value(0).sqrt()")
+    result = results[0]  # only its data: the slope of sqrt at 0 is infinite
+    if "data" not in result:
+        fail(f"`sqrt`: Value(0).sqrt() should be 0 (sqrt is defined for x >= 0), got "
+             f"{result.get('error')}")
+    if not close(result["data"][-1], 0.0):
+        fail(f"`sqrt`: Value(0).sqrt() should be 0, got {num(result['data'][-1])}")
+    check_raises(kernel, "sqrt", [-2.5, -4.0, -1.0], "ValueError", "sqrt needs x >= 0")
 
 
-def _true_neuron(xs, ws, b):
-    return sum((w * x for w, x in zip(ws, xs)), b).tanh()
+# ---- the neuron ----------------------------------------------------------------------------
 
 
-def _build_neuron(neuron_fn, V, xs, ws, b):
-    """The student's neuron on leaves of class V: (leaves by name, output)."""
-    leaves = {f"x{i + 1}": V(x) for i, x in enumerate(xs)}
-    leaves.update({f"w{i + 1}": V(w) for i, w in enumerate(ws)})
-    leaves["b"] = V(b)
-    size = len(xs)
-    out = neuron_fn(
-        [leaves[f"x{i + 1}"] for i in range(size)],
-        [leaves[f"w{i + 1}"] for i in range(size)],
-        leaves["b"],
-    )
-    return leaves, out
-
-
-@hidden_check
-def neuron(neuron_fn, Value) -> None:
-    """The neuron on 1 to 4 inputs. It is built from the reference engine's Values when the
-    student's code allows it, so that only the neuron is graded here, not their tanh."""
-    rng = random.Random(751)
+def neuron(kernel: Kernel) -> None:
+    """The neuron on 1 to 4 inputs, with the course's tanh (only the neuron is graded)."""
+    rng = kernel.rng
+    cases = [([2.0, 0.0], [-3.0, 1.0], 6.8813735870195432)]
     for trial in range(32):
         size = 1 + trial % 4
-        xs = [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)]
-        ws = [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)]
-        b = round(rng.uniform(-1.5, 1.5), 2)
-        where = f"xs={xs}, ws={ws}, b={b}"
-        truth, want = _build_neuron(_true_neuron, RefValue, xs, ws, b)
-        want.backward()
-        try:
-            leaves, out = _build_neuron(neuron_fn, RefValue, xs, ws, b)
-        except Exception:
-            try:
-                leaves, out = _build_neuron(neuron_fn, Value, xs, ws, b)
-            except Exception as exc:
-                fail(f"neuron raised {describe_error(exc)}\nwith {where}")
-        got = getattr(out, "data", None)
-        if not close(got, want.data):
-            fail(f"neuron should give o = {num(want.data)}, got {num(got)}\nwith {where}")
-        try:
-            out.backward()
-        except Exception as exc:
-            fail(f"backpropagating the neuron raised {describe_error(exc)}\nwith {where}")
-        for name, leaf in leaves.items():
-            if not close(leaf.grad, truth[name].grad):
-                fail(
-                    f"do/d{name} should be {num(truth[name].grad)}, got {num(leaf.grad)}\n"
-                    f"with {where}"
-                )
+        cases.append(([round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
+                      [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
+                      round(rng.uniform(-1.5, 1.5), 2)))
+    results = kernel.run("neuron", value="Value", function="neuron", given=[TANH],
+                         cases=[{"xs": xs, "ws": ws, "b": b} for xs, ws, b in cases],
+                         what="neuron(xs, ws, b)")
+    for (xs, ws, b), got in zip(cases, results):
+        where = f"with xs={xs}, ws={ws}, b={b}"
+        vx, vw, vb = [RefValue(v) for v in xs], [RefValue(v) for v in ws], RefValue(b)
+        o = sum((w * x for w, x in zip(vw, vx)), vb).tanh()
+        o.backward()
+        if got.get("failed") == "call":
+            fail(f"neuron raised {got['error']}\n{where}")
+        if not close(got["data"], o.data):
+            fail(f"neuron should give o = {num(o.data)}, got {num(got['data'])}\n{where}")
+        if "failed" in got:
+            fail(f"backpropagating the neuron raised {got['error']}\n{where}")
+        names = ([(f"x{i + 1}", v, g) for i, (v, g) in enumerate(zip(vx, got["grads"]["xs"]))]
+                 + [(f"w{i + 1}", v, g) for i, (v, g) in enumerate(zip(vw, got["grads"]["ws"]))]
+                 + [("b", vb, got["grads"]["b"])])
+        for name, truth, grad in names:
+            if not close(grad, truth.grad):
+                fail(f"neuron: do/d{name} should be {num(truth.grad)}, got {num(grad)}\n"
+                     f"{where}")
+
+
+TESTS = {
+    "act_test_tanh": tanh,
+    "act_test_relu": relu,
+    "act_test_exp_log": exp_log,
+    "act_test_sigmoid": sigmoid,
+    "act_test_sin_cos_sqrt": sin_cos_sqrt,
+    "act_test_neuron": neuron,
+}

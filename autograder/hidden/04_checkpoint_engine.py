@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .common import RefValue, ref
-from .quiz import derivative, grader, letter, line, number, order, truth
+from .quiz import derivative, grader, letter, line, number, order, tests, truth
 
 
 def reused_node() -> float:
@@ -83,3 +83,4 @@ QUESTIONS = {
 }
 
 grade = grader(QUESTIONS)
+TESTS = tests("engine_quiz", QUESTIONS, grade)

@@ -1,642 +1,446 @@
-"""Hidden tests of lesson 04, a neural network on the given engine.
+"""Hidden tests of 05_mlp, a neural network on the given engine.
 
 The student's modules get the weights of the reference network (refgrad.nn), copied in
 ``parameters()`` order, and must then agree with it: every output, and the gradient of
-every parameter and input. The losses are compared with refgrad's on random batches
-(binary cross-entropy on logits of +-1000 too). The training loop runs on models and
-losses made here, so its check depends on nothing else the student wrote.
+every parameter and input. Layers and MLPs are built on the course's Module and Neuron
+(``Given``), so only the exercise under test counts. The losses are compared with
+refgrad's on random batches (binary cross-entropy on logits of +-1000 too). The training
+loop runs on models and losses made by the probe, so its check depends on nothing else the
+student wrote.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Callable, Sequence
 
-from .common import GradingFailure, RefValue, close, describe_error, fail, hidden_check, num, ref_nn
+from .common import Given, Kernel, RefValue, close, fail, num, ref_nn
+
+MODULE = (
+    Given("Module.parameters", "parameters", "def parameters(self):\n    return []\n"),
+    Given("Module.zero_grad", "zero_grad",
+          "def zero_grad(self):\n    for p in self.parameters():\n        p.grad = 0.0\n"),
+)
+NEURON = Given("Neuron", "Neuron", '''
+class Neuron(Module):
+    def __init__(self, nin, nonlin=True):
+        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = Value(0.0)
+        self.nonlin = nonlin
+
+    def __call__(self, x):
+        act = dot(self.w, x, self.b)
+        return act.relu() if self.nonlin else act
+
+    def parameters(self):
+        return [*self.w, self.b]
+''')
+ORDER = "(weights are copied in parameters() order: neuron by neuron, each w, then b)"
 
 
-def _vec(values: Sequence[float]) -> str:
+def vec(values: Sequence[float]) -> str:
     return "[" + ", ".join(num(float(v)) for v in values) + "]"
 
 
-def _short(obj: object) -> str:
-    text = repr(obj)
-    return text if len(text) <= 30 else text[:27] + "..."
+# ---- a module against the reference, weights copied -------------------------------------
 
 
-def _call(fn: Callable, what: str, *args, **kwargs):
-    """``fn(*args, **kwargs)``; an error in the student's code becomes one line naming ``what``."""
-    try:
-        return fn(*args, **kwargs)
-    except GradingFailure:
-        raise
-    except Exception as exc:
-        fail(f"{what} raised {describe_error(exc)}")
-
-
-def _parameters(module, what: str) -> list:
-    params = _call(lambda: module.parameters(), f"{what}.parameters()")
-    try:
-        params = list(params)
-    except TypeError:
-        fail(f"{what}.parameters() should return a list, got {_short(params)}")
-    for p in params:
-        if not (hasattr(p, "data") and hasattr(p, "grad")):
-            fail(f"{what}.parameters() should hold only Values, got {_short(p)}")
-    if len({id(p) for p in params}) != len(params):
-        fail(f"{what}.parameters() lists the same Value twice")
-    return params
-
-
-# ---- comparing a module with the reference, weights copied -----------------------------
-
-
-def _outputs(got, want, what: str, x: Sequence[float]) -> list:
-    """The student's outputs as a list, after checking they have the reference's shape."""
-    where = f"{what}(x) at x={_vec(x)}"
-    if isinstance(want, RefValue):
-        if isinstance(got, (list, tuple)):
-            fail(
-                f"{where} returned a list of {len(got)}; with a single output it should "
-                "return that Value itself, not a list"
-            )
-        if not hasattr(got, "data"):
-            fail(f"{where} returned {_short(got)}, expected a Value")
-        return [got]
-    if not isinstance(got, (list, tuple)):
-        values = "Value" if len(want) == 1 else "Values"
-        fail(f"{where} should return a list of {len(want)} {values}, got {_short(got)}")
-    if len(got) != len(want):
-        fail(f"{where} returned {len(got)} outputs, expected {len(want)}")
-    for o in got:
-        if not hasattr(o, "data"):
-            fail(f"{where} returned a list holding {_short(o)}, expected Values")
-    return list(got)
-
-
-def _compare_module(
-    Value,
-    mine,
-    ref,
-    what: str,
-    nin: int,
-    rng: random.Random,
-    names: Sequence[str] | None = None,
-    hint: Callable[[float, float], str] = lambda got, want: "",
-    rounds: int = 4,
-) -> None:
-    """Copy ref's (randomized) weights into ``mine``; compare outputs and gradients."""
-    params = _parameters(mine, what)
+def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
+                 given: Sequence[Given] = (), layout: list[str] | None = None,
+                 layout_text: str = "", hint: Callable[[float, float], str] = lambda g, w: "",
+                 zero_grad: bool = False, count_text: str = "") -> None:
+    """Build ``build`` with the student's classes; copy ``ref``'s (randomized) weights into
+    it in parameters() order; compare outputs, and gradients from each output."""
+    rng = kernel.rng
     ref_params = ref.parameters()
-    if len(params) != len(ref_params):
-        fail(f"{what}.parameters() gave {len(params)} Values, expected {len(ref_params)}")
-    for q in ref_params:
-        q.data = round(rng.uniform(-1.0, 1.0), 4)
-    for p, q in zip(params, ref_params):
-        p.data = q.data
-    names = names or [f"parameters()[{j}]" for j in range(len(params))]
+    weights = [round(rng.uniform(-1.0, 1.0), 4) for _ in ref_params]
+    for q, w in zip(ref_params, weights):
+        q.data = w
+    runs = []
     for r in range(rounds):
         x = [round(rng.uniform(-2.0, 2.0), 3) for _ in range(nin)]
-        as_values = r % 2 == 0  # inputs as Values (their gradients are checked) or numbers
         first = ref([RefValue(v) for v in x])
         n_out = 1 if isinstance(first, RefValue) else len(first)
-        for i in range(min(n_out, 3)):  # backward from each output, on a fresh graph
-            xs = [Value(v) for v in x] if as_values else list(x)
-            ref_xs = [RefValue(v) for v in x]
-            got = _outputs(_call(mine, f"{what}(x) at x={_vec(x)}", xs), first, what, x)
-            want = ref(ref_xs)
-            want = [want] if isinstance(want, RefValue) else want
-            out = f"output {i} of {what}" if n_out > 1 else what
-            for k, (o, w) in enumerate(zip(got, want)):
-                if not close(o.data, w.data):
-                    label = f"output {k} of {what}" if n_out > 1 else what
-                    fail(
-                        f"{label} at x={_vec(x)}: expected {num(w.data)}, "
-                        f"got {num(o.data)}{hint(o.data, w.data)}"
-                    )
-            for p in params:
-                p.grad = 0.0
-            for q in ref_params:
-                q.grad = 0.0
-            _call(got[i].backward, f"backward() from {out}")
-            want[i].backward()
-            for name, p, q in zip(names, params, ref_params):
-                if not close(p.grad, q.grad):
-                    fail(
-                        f"{out} at x={_vec(x)}: d(out)/d{name} should be {num(q.grad)}, "
-                        f"got {num(p.grad)}{hint(p.grad, q.grad)}"
-                    )
-            if as_values:
-                for j, (xv, rv) in enumerate(zip(xs, ref_xs)):
-                    if not close(xv.grad, rv.grad):
-                        fail(
-                            f"{out} at x={_vec(x)}: d(out)/dx[{j}] should be {num(rv.grad)}, "
-                            f"got {num(xv.grad)}"
-                        )
+        runs += [{"x": x, "as_values": r % 2 == 0, "backward_from": i}
+                 for i in range(min(n_out, 3))]
+    info = kernel.run("module", value="Value", build=build, weights=weights, runs=runs,
+                      layout=layout, zero_grad=zero_grad, given=given, what=build)
+    params_text = f"{build}.parameters()"
+    if "count" not in info:
+        fail(f"{params_text} should return a list, got {info['parameters']}")
+    if info["not_values"]:
+        fail(f"{params_text} should hold only Values, got {info['not_values'][0]}")
+    if not info["unique"]:
+        fail(f"{params_text} lists the same Value twice")
+    if info["count"] != len(ref_params):
+        fail(f"{params_text} gave {info['count']} Values, expected {len(ref_params)}"
+             + (f": {count_text}" if count_text else ""))
+    if info["again"] != info["count"]:
+        fail(f"{params_text} gave {info['count']} Values, then {info['again']} when called "
+             "again: build the list afresh on each call")
+    if layout is not None and info.get("layout") is False:
+        fail(f"{params_text} should list {layout_text}, in that order")
+    for run, got in zip(runs, info["runs"]):
+        _compare_run(build, ref, run, got, hint)
+    if zero_grad:
+        if "zero_grad_failed" in info:
+            fail(f"{build}.zero_grad() raised {info['zero_grad_failed']}")
+        if any(g != 0.0 for g in info["zeroed"]):
+            fail(f"after {build}.zero_grad() every parameter's grad should be 0.0, got "
+                 f"{vec(info['zeroed'][:4])}...")
+
+
+def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
+    x, i = run["x"], run["backward_from"]
+    where = f"{build}(x) at x={vec(x)}"
+    if "failed" in got and got["failed"] == "call":
+        fail(f"{where} raised {got['error']}")
+    ref_xs = [RefValue(v) for v in x]
+    raw = ref(ref_xs)
+    single = isinstance(raw, RefValue)
+    want = [raw] if single else raw
+    shape = got["shape"]
+    if single and shape != "value":
+        fail(f"{where} returned {'a list' if isinstance(shape, int) else shape}; with a "
+             "single output it should return that Value itself, not a list")
+    if not single and shape != len(want):
+        fail(f"{where} should return a list of {len(want)} Value{'s' * (len(want) > 1)}, got "
+             f"{'a Value' if shape == 'value' else shape}")
+    for k, (o, w) in enumerate(zip(got["data"], want)):
+        if not close(o, w.data):
+            label = f"output {k} of {build}" if len(want) > 1 else build
+            fail(f"{label} at x={vec(x)}: expected {num(w.data)}, got {num(o)}"
+                 + _line(hint(o, w.data)))
+    out = f"output {i} of {build}" if len(want) > 1 else build
+    if "failed" in got:
+        fail(f"backward() from {out} raised {got['error']}")
+    for q in ref.parameters():
+        q.grad = 0.0
+    want[i].backward()
+    for j, (g, q) in enumerate(zip(got["grads"], ref.parameters())):
+        if not close(g, q.grad):
+            fail(f"{out} at x={vec(x)}: d(out)/d(parameters()[{j}]) should be {num(q.grad)}, "
+                 f"got {num(g)}" + _line(hint(g, q.grad)))
+    for j, (g, v) in enumerate(zip(got.get("x_grads") or [], ref_xs)):
+        if not close(g, v.grad):
+            fail(f"{out} at x={vec(x)}: d(out)/dx[{j}] should be {num(v.grad)}, got {num(g)}")
+
+
+def _line(text: str) -> str:
+    return f"\n{text}" if text else ""
 
 
 # ---- exercise 1: Module and Neuron ------------------------------------------------------
 
 
-def _module_base(Value, Module) -> None:
-    base = _call(Module, "Module()")
-    got = _call(lambda: list(base.parameters()), "Module().parameters()")
-    if got != []:
-        fail(f"Module().parameters() should be an empty list, got {_short(got)}")
-
-    class Pair(Module):
-        def __init__(self):
-            self.a, self.b = Value(1.5), Value(-2.0)
-
-        def parameters(self):
-            return [self.a, self.b]
-
-    pair = Pair()
-    pair.a.grad, pair.b.grad = 3.0, -0.5
-    _call(pair.zero_grad, "zero_grad()")
-    if (pair.a.grad, pair.b.grad) != (0.0, 0.0):
-        fail(
-            "after zero_grad() every parameter's grad should be 0.0; a module with grads "
-            f"3 and -0.5 still has {num(pair.a.grad)} and {num(pair.b.grad)}"
-        )
-    if (pair.a.data, pair.b.data) != (1.5, -2.0):
-        fail("zero_grad() should change only the grads: it changed a parameter's data")
-
-
-@hidden_check
-def neuron(Value, Module, Neuron) -> None:
+def neuron(kernel: Kernel) -> None:
     """Module's defaults, then neurons of several sizes, relu or linear."""
-    _module_base(Value, Module)
-    rng = random.Random(4101)
+    base = kernel.run("module_base", value="Value", module="Module", what="Module")
+    if "parameters_failed" in base:
+        fail(f"Module().parameters() raised {base['parameters_failed']}")
+    if base["parameters"] != []:
+        fail(f"Module().parameters() should be an empty list, got {num(base['parameters'])}")
+    if "zero_grad_failed" in base:
+        fail(f"zero_grad() raised {base['zero_grad_failed']}")
+    if base["grads"] != [0.0, 0.0]:
+        fail("after zero_grad() every parameter's grad should be 0.0; a module with grads 3 "
+             f"and -0.5 still has {num(base['grads'][0])} and {num(base['grads'][1])}")
+    if base["data"] != [1.5, -2.0]:
+        fail("zero_grad() should change only the grads: it changed a parameter's data")
     for nin, nonlin in [(3, True), (1, True), (2, False), (5, True), (4, False), (16, True)]:
-        what = f"Neuron({nin})" if nonlin else f"Neuron({nin}, nonlin=False)"
-        n = _call(lambda nin=nin, nonlin=nonlin: Neuron(nin, nonlin=nonlin), what)
-        params = _parameters(n, what)
-        if len(params) != nin + 1:
-            fail(
-                f"{what}.parameters() gave {len(params)} Values, expected {nin + 1}: "
-                f"the {nin} weight{'s' if nin > 1 else ''} and the bias"
-            )
-        w, b = getattr(n, "w", None), getattr(n, "b", None)
-        if (
-            isinstance(w, list)
-            and b is not None
-            and [id(p) for p in params] != [id(p) for p in [*w, b]]
-        ):
-            fail(f"{what}.parameters() should list w[0], w[1], ... and then b, in that order")
-        ref = ref_nn.Neuron(nin, nonlin=nonlin, rng=rng.randrange(10**6))
-        names = [f"w[{j}]" for j in range(nin)] + ["b"]
-        _compare_module(Value, n, ref, what, nin, rng, names=names, rounds=6)
-        _call(n.zero_grad, f"{what}.zero_grad()")
-        if any(p.grad != 0.0 for p in params):
-            fail(f"after {what}.zero_grad() every parameter's grad should be 0.0")
+        build = f"Neuron({nin})" if nonlin else f"Neuron({nin}, nonlin=False)"
+        ref = ref_nn.Neuron(nin, nonlin=nonlin, rng=kernel.rng.randrange(10**6))
+        check_module(kernel, build, ref, nin, rounds=6, layout=["m.w", "m.b"],
+                     layout_text="w[0], w[1], ... and then b", zero_grad=True,
+                     hint=_neuron_hint,
+                     count_text=f"the {nin} weight{'s' * (nin > 1)} and the bias")
+
+
+def _neuron_hint(got: float, want: float) -> str:
+    if got == 0.0 and want < 0.0:
+        return "(a negative output came out as 0: is relu applied with nonlin=False?)"
+    return ""
 
 
 # ---- exercise 2: Layer and MLP ----------------------------------------------------------
 
-ORDER = "\n(weights are copied in parameters() order: neuron by neuron, each w, then b)"
-
-
-def _order_hint(got: float, want: float) -> str:
-    return ORDER
-
 
 def _mlp_hint(got: float, want: float) -> str:
     if got == 0.0 and want < 0.0:
-        return "\n(a negative output came out as 0: is the last layer linear?)"
+        return "(a negative output came out as 0: is the last layer linear?)"
     return ORDER
 
 
-@hidden_check
-def mlp(Value, Layer, MLP) -> None:
-    """Layers (one output: a Value; several: a list) and MLPs of several shapes."""
-    rng = random.Random(4201)
-    for nin, nout, nonlin in [
-        (3, 4, True),
-        (3, 1, True),
-        (2, 3, False),
-        (4, 1, False),
-        (5, 2, True),
-    ]:
-        if nonlin:
-            what = f"Layer({nin}, {nout})"
-            layer = _call(lambda nin=nin, nout=nout: Layer(nin, nout), what)
-        else:
-            what = f"Layer({nin}, {nout}, nonlin=False)"
-            layer = _call(lambda nin=nin, nout=nout: Layer(nin, nout, nonlin=False), what)
-        count = len(_parameters(layer, what))
-        if count != nout * (nin + 1):
-            fail(f"{what}.parameters() gave {count} Values, expected {nout * (nin + 1)}")
+def mlp(kernel: Kernel) -> None:
+    """Layers (one output: a Value; several: a list) and MLPs of several shapes, built on
+    the course's Module and Neuron."""
+    rng = kernel.rng
+    given = [*MODULE, NEURON]
+    for nin, nout, nonlin in [(3, 4, True), (3, 1, True), (2, 3, False), (4, 1, False),
+                              (5, 2, True)]:
+        build = f"Layer({nin}, {nout})" if nonlin else f"Layer({nin}, {nout}, nonlin=False)"
         ref = ref_nn.Layer(nin, nout, rng=rng.randrange(10**6), nonlin=nonlin)
-        _compare_module(Value, layer, ref, what, nin, rng, hint=_order_hint)
-    for nin, nouts in [
-        (3, [4, 4, 1]),
-        (2, [16, 16, 1]),
-        (3, [4, 2]),
-        (2, [3]),
-        (1, [5, 1]),
-        (4, [6, 3, 1]),
-    ]:
-        what = f"MLP({nin}, {nouts})"
-        model = _call(lambda nin=nin, nouts=nouts: MLP(nin, list(nouts)), what)
+        check_module(kernel, build, ref, nin, given=given, hint=lambda g, w: ORDER)
+    for nin, nouts in [(3, [4, 4, 1]), (2, [16, 16, 1]), (3, [4, 2]), (2, [3]), (1, [5, 1]),
+                       (4, [6, 3, 1])]:
         ref = ref_nn.MLP(nin, nouts, rng=rng.randrange(10**6))
-        count, want = len(_parameters(model, what)), len(ref.parameters())
-        if count != want:
-            fail(f"{what}.parameters() gave {count} Values, expected {want}")
-        _compare_module(Value, model, ref, what, nin, rng, hint=_mlp_hint, rounds=6)
+        check_module(kernel, f"MLP({nin}, {nouts})", ref, nin, rounds=6, given=given,
+                     hint=_mlp_hint)
 
 
 # ---- exercise 3: Linear and Sequential --------------------------------------------------
 
-
-def _seq_cases():
-    """(text, builder(Linear, ReLU, Tanh, Sequential), number of inputs)."""
-    return [
-        (
-            "Sequential(Linear(3, 4), ReLU(), Linear(4, 2))",
-            lambda L, R, T, S: S(L(3, 4), R(), L(4, 2)),
-            3,
-        ),
-        (
-            "Sequential(Linear(2, 5), Tanh(), Linear(5, 1))",
-            lambda L, R, T, S: S(L(2, 5), T(), L(5, 1)),
-            2,
-        ),
-        ("Sequential(Linear(2, 3))", lambda L, R, T, S: S(L(2, 3)), 2),
-        (
-            "Sequential(Linear(2, 4), ReLU(), Linear(4, 4), Tanh(), Linear(4, 1))",
-            lambda L, R, T, S: S(L(2, 4), R(), L(4, 4), T(), L(4, 1)),
-            2,
-        ),
-        (
-            "Sequential(Sequential(Linear(2, 3), ReLU()), Linear(3, 2))",
-            lambda L, R, T, S: S(S(L(2, 3), R()), L(3, 2)),
-            2,
-        ),
-    ]
+SEQUENTIALS = [
+    ("Sequential(Linear(3, 4), ReLU(), Linear(4, 2))", ["L(3, 4)", "R()", "L(4, 2)"], 3),
+    ("Sequential(Linear(2, 5), Tanh(), Linear(5, 1))", ["L(2, 5)", "T()", "L(5, 1)"], 2),
+    ("Sequential(Linear(2, 3))", ["L(2, 3)"], 2),
+    ("Sequential(Linear(2, 4), ReLU(), Linear(4, 4), Tanh(), Linear(4, 1))",
+     ["L(2, 4)", "R()", "L(4, 4)", "T()", "L(4, 1)"], 2),
+    ("Sequential(Sequential(Linear(2, 3), ReLU()), Linear(3, 2))", None, 2),
+]
 
 
-@hidden_check
-def linear(Value, Linear, Sequential, ReLU, Tanh) -> None:
-    """Linear layers (always a list out; weights row by row, then biases) and Sequential."""
-    rng = random.Random(4301)
+def linear(kernel: Kernel) -> None:
+    """Linear layers (always a list out; weights row by row, then biases) and Sequential,
+    on the course's Module."""
+    rng = kernel.rng
     for nin, nout in [(2, 3), (3, 1), (1, 4), (5, 2)]:
-        what = f"Linear({nin}, {nout})"
-        lin = _call(lambda nin=nin, nout=nout: Linear(nin, nout), what)
-        params = _parameters(lin, what)
-        if len(params) != nout * nin + nout:
-            fail(
-                f"{what}.parameters() gave {len(params)} Values, expected {nout * nin + nout}: "
-                f"{nout * nin} weights and {nout} biases"
-            )
-        weight, bias = getattr(lin, "weight", None), getattr(lin, "bias", None)
-        if isinstance(weight, list) and isinstance(bias, list):
-            order = [w for row in weight for w in row] + bias
-            if [id(p) for p in params] != [id(p) for p in order]:
-                fail(
-                    f"{what}.parameters() should list weight[0][0], weight[0][1], ... row "
-                    "by row, then bias[0], bias[1], ..."
-                )
         ref = ref_nn.Linear(nin, nout, rng=rng.randrange(10**6))
-        _compare_module(Value, lin, ref, what, nin, rng)
-    for what, build, nin in _seq_cases():
-        seq = _call(lambda build=build: build(Linear, ReLU, Tanh, Sequential), what)
+        check_module(kernel, f"Linear({nin}, {nout})", ref, nin, given=MODULE,
+                     count_text=f"{nout * nin} weights and {nout} biases",
+                     layout=["m.weight", "m.bias"],
+                     layout_text="weight[0][0], weight[0][1], ... row by row, then bias[0], ...")
+    for build, parts, nin in SEQUENTIALS:
         r = random.Random(rng.randrange(10**6))
-
-        def ref_linear(a, b, r=r):
-            return ref_nn.Linear(a, b, rng=r)
-
-        ref = build(ref_linear, ref_nn.ReLU, ref_nn.Tanh, ref_nn.Sequential)
-        _compare_module(Value, seq, ref, what, nin, rng)
+        made = {"L": lambda a, b, r=r: ref_nn.Linear(a, b, rng=r), "R": ref_nn.ReLU,
+                "T": ref_nn.Tanh}
+        if parts is None:
+            inner = ref_nn.Sequential(made["L"](2, 3), ref_nn.ReLU())
+            ref = ref_nn.Sequential(inner, made["L"](3, 2))
+        else:
+            ref = ref_nn.Sequential(*(eval(p, made) for p in parts))
+        check_module(kernel, build, ref, nin, given=MODULE)
 
 
 # ---- exercises 4 to 6: losses -----------------------------------------------------------
 
 
-def _compare_loss(
-    Value, fn, text: str, preds, targets, ref_fn, params=(), alpha=None, hint: str = ""
-) -> None:
-    """fn(preds, targets[, params, alpha]) against ref_fn: value, and gradients of the
-    predictions and parameters."""
-    mine_preds = [Value(v) for v in preds]
-    mine_params = [Value(v) for v in params]
-    ref_preds = [RefValue(v) for v in preds]
-    ref_params = [RefValue(v) for v in params]
-    extra = () if alpha is None else (mine_params, alpha)
-    ref_extra = () if alpha is None else (ref_params, alpha)
-    got = _call(fn, text, mine_preds, list(targets), *extra)
-    want = ref_fn(ref_preds, list(targets), *ref_extra)
-    if not hasattr(got, "data") or not hasattr(got, "backward"):
-        fail(f"{text} should return a Value, got {_short(got)}")
-    if not close(got.data, want.data):
-        fail(f"{text}: expected {num(want.data)}, got {num(got.data)}{hint}")
-    _call(got.backward, f"backward() from {text}")
-    want.backward()
-    for i, (p, q) in enumerate(zip(mine_preds, ref_preds)):
-        if not close(p.grad, q.grad):
-            fail(f"{text}: d(loss)/d(input {i}) should be {num(q.grad)}, got {num(p.grad)}{hint}")
-    for i, (p, q) in enumerate(zip(mine_params, ref_params)):
-        if not close(p.grad, q.grad):
-            fail(f"{text}: d(loss)/d(parameter {i}) should be {num(q.grad)}, got {num(p.grad)}")
+def check_loss(kernel: Kernel, function: str, ref_fn, cases: list[dict], hint: str = "",
+               hint_when: Callable[[dict], bool] = lambda case: False) -> None:
+    """fn(preds, targets[, parameters, alpha]) against the reference: value, and the
+    gradients of the predictions and parameters."""
+    results = kernel.run("loss", value="Value", function=function, cases=cases,
+                         what=function)
+    for case, got in zip(cases, results):
+        text = f"{function}({vec(case['preds'])}, {vec(case['targets'])}"
+        if case.get("alpha") is not None:
+            text += f", parameters={vec(case['params'])}, alpha={num(case['alpha'])}"
+        text += ")"
+        extra = f"\n({hint})" if hint and hint_when(case) else ""
+        if got.get("failed") == "call":
+            if got["type"] == "NotImplementedError":
+                fail(f"{function} raised NotImplementedError (not written yet)")
+            fail(f"{text} raised {got['error']}{extra}")
+        preds = [RefValue(v) for v in case["preds"]]
+        params = [RefValue(v) for v in case.get("params") or []]
+        args = (params, case["alpha"]) if case.get("alpha") is not None else ()
+        want = ref_fn(preds, list(case["targets"]), *args)
+        if not got["is_value"]:
+            fail(f"{text} should return a Value, got {num(got['data'])}")
+        if not close(got["data"], want.data):
+            fail(f"{text}: expected {num(want.data)}, got {num(got['data'])}{extra}")
+        if "failed" in got:
+            fail(f"backward() from {text} raised {got['error']}{extra}")
+        want.backward()
+        for i, (g, p) in enumerate(zip(got["grads"], preds)):
+            if not close(g, p.grad):
+                fail(f"{text}: d(loss)/d(input {i}) should be {num(p.grad)}, got {num(g)}"
+                     f"{extra}")
+        for i, (g, p) in enumerate(zip(got["param_grads"], params)):
+            if not close(g, p.grad):
+                fail(f"{text}: d(loss)/d(parameter {i}) should be {num(p.grad)}, got {num(g)}")
 
 
-@hidden_check
-def mse(Value, mse_loss) -> None:
+def mse(kernel: Kernel) -> None:
     """Mean squared error on random batches of 1 to 5, targets as floats or ints."""
-    rng = random.Random(4401)
+    rng = kernel.rng
+    cases = [{"preds": [1.0, 3.0], "targets": [0.0, 1.0]}, {"preds": [2.0], "targets": [2.0]}]
     for trial in range(40):
         n = 2 + trial % 4 if trial < 30 else 1
-        preds = [round(rng.uniform(-3.0, 3.0), 3) for _ in range(n)]
-        targets = [
-            rng.randint(-2, 2) if rng.random() < 0.3 else round(rng.uniform(-3.0, 3.0), 2)
-            for _ in range(n)
-        ]
-        text = f"mse_loss({_vec(preds)}, {_vec(targets)})"
-        _compare_loss(Value, mse_loss, text, preds, targets, ref_nn.mse_loss)
+        cases.append({"preds": [round(rng.uniform(-3.0, 3.0), 3) for _ in range(n)],
+                      "targets": [rng.randint(-2, 2) if rng.random() < 0.3 else
+                                  round(rng.uniform(-3.0, 3.0), 2) for _ in range(n)]})
+    check_loss(kernel, "mse_loss", ref_nn.mse_loss, cases)
 
 
-LARGE_LOGITS = [
-    ([1000.0], [0]),
-    ([-1000.0], [1]),
-    ([1000.0], [1]),
-    ([-1000.0], [0]),
-    ([50.0, -800.0, 3.0], [0, 0, 1]),
-    ([-750.0, 710.0], [1.0, 0.0]),
-]
-LARGE_HINT = "\nlogits of +-1000 must work: exp() overflows above 709, and log(0) fails"
+LARGE_LOGITS = [([1000.0], [0]), ([-1000.0], [1]), ([1000.0], [1]), ([-1000.0], [0]),
+                ([50.0, -800.0, 3.0], [0, 0, 1]), ([-750.0, 710.0], [1.0, 0.0])]
+LARGE_HINT = "logits of +-1000 must work: exp() overflows above 709, and log(0) fails"
 
 
-@hidden_check
-def bce(Value, binary_cross_entropy_with_logits) -> None:
+def bce(kernel: Kernel) -> None:
     """Cross-entropy on random logits and labels, then on logits up to +-1000."""
-    fn = binary_cross_entropy_with_logits
-    rng = random.Random(4501)
+    rng = kernel.rng
+    cases = [{"preds": [0.0], "targets": [1]}, {"preds": [2.0, -1.0], "targets": [0, 1]}]
     for trial in range(40):
         n = 1 + trial % 4
-        logits = [round(rng.choice((-1, 1)) * rng.uniform(0.05, 4.0), 3) for _ in range(n)]
         labels = [rng.randint(0, 1) for _ in range(n)]
-        if trial % 5 == 4:
-            labels = [float(y) for y in labels]
-        text = f"binary_cross_entropy_with_logits({_vec(logits)}, {_vec(labels)})"
-        _compare_loss(Value, fn, text, logits, labels, ref_nn.binary_cross_entropy_with_logits)
-    for logits, labels in LARGE_LOGITS:
-        text = f"binary_cross_entropy_with_logits({_vec(logits)}, {_vec(labels)})"
-        try:
-            _compare_loss(
-                Value,
-                fn,
-                text,
-                logits,
-                labels,
-                ref_nn.binary_cross_entropy_with_logits,
-                hint=LARGE_HINT,
-            )
-        except GradingFailure as exc:
-            message = str(exc)
-            if "raised" in message and LARGE_HINT not in message:
-                fail(message + LARGE_HINT)
-            raise
+        cases.append({"preds": [round(rng.choice((-1, 1)) * rng.uniform(0.05, 4.0), 3)
+                                for _ in range(n)],
+                      "targets": [float(y) for y in labels] if trial % 5 == 4 else labels})
+    cases += [{"preds": p, "targets": t} for p, t in LARGE_LOGITS]
+    check_loss(kernel, "binary_cross_entropy_with_logits",
+               ref_nn.binary_cross_entropy_with_logits, cases, LARGE_HINT,
+               lambda case: max(abs(z) for z in case["preds"]) > 700)
 
 
-@hidden_check
-def max_margin(Value, max_margin_loss) -> None:
+def max_margin(kernel: Kernel) -> None:
     """Max-margin on random scores and labels, with and without the L2 term."""
-    rng = random.Random(4601)
+    rng = kernel.rng
     alphas = (0.5, 0.1, 1e-4, 0.0)
+    cases = [{"preds": [0.5, -2.0], "targets": [1, 1], "params": [2.0], "alpha": 0.1},
+             {"preds": [2.0], "targets": [1]}, {"preds": [0.5], "targets": [-1]}]
     for trial in range(40):
         n = 1 + trial % 4
         labels = [rng.choice((-1, 1)) for _ in range(n)]
-        if trial % 5 == 3:
-            labels = [float(y) for y in labels]
         scores = []
         for y in labels:
             s = round(rng.uniform(-2.5, 2.5), 3)
             while abs(1 - y * s) < 0.01:  # keep away from relu's kink
                 s = round(rng.uniform(-2.5, 2.5), 3)
             scores.append(s)
-        params = [round(rng.uniform(-2.0, 2.0), 3) for _ in range(1 + trial % 3)]
-        alpha = alphas[trial % 4]
-        text = (
-            f"max_margin_loss({_vec(scores)}, {_vec(labels)}, "
-            f"parameters={_vec(params)}, alpha={num(alpha)})"
-        )
-        _compare_loss(
-            Value,
-            max_margin_loss,
-            text,
-            scores,
-            labels,
-            ref_nn.max_margin_loss,
-            params=params,
-            alpha=alpha,
-        )
+        labels = [float(y) for y in labels] if trial % 5 == 3 else labels
+        cases.append({"preds": scores, "targets": labels, "alpha": alphas[trial % 4],
+                      "params": [round(rng.uniform(-2.0, 2.0), 3) for _ in range(1 + trial % 3)]})
         if trial % 8 == 0:  # parameters and alpha left at their defaults
-            text = f"max_margin_loss({_vec(scores)}, {_vec(labels)})"
-            _compare_loss(Value, max_margin_loss, text, scores, labels, ref_nn.max_margin_loss)
+            cases.append({"preds": scores, "targets": labels})
+    check_loss(kernel, "max_margin_loss", ref_nn.max_margin_loss, cases)
 
 
 # ---- exercise 7: the training loop -------------------------------------------------------
 
-
-class _Probe:
-    """A model with one parameter p: model(x) = p * x[0]."""
-
-    def __init__(self, Value, p0: float) -> None:
-        self.p = Value(p0)
-
-    def __call__(self, x):
-        return self.p * x[0]
-
-    def parameters(self):
-        return [self.p]
-
-    def zero_grad(self) -> None:
-        self.p.grad = 0.0
-
-
-class _Net:
-    """A small MLP made here from the given Value: relu hidden layers, a linear output."""
-
-    def __init__(self, Value, sizes: Sequence[int], seed: int) -> None:
-        r = random.Random(seed)
-        self.layers = [
-            [([Value(r.uniform(-1.0, 1.0)) for _ in range(nin)], Value(0.0)) for _ in range(nout)]
-            for nin, nout in itertools.pairwise(sizes)
-        ]
-
-    def __call__(self, x):
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            outs = []
-            for ws, b in layer:
-                act = b
-                for w, xi in zip(ws, x):
-                    act = act + w * xi
-                outs.append(act if i == last else act.relu())
-            x = outs
-        return x[0]
-
-    def parameters(self):
-        return [p for layer in self.layers for ws, b in layer for p in (*ws, b)]
-
-    def zero_grad(self) -> None:
-        for p in self.parameters():
-            p.grad = 0.0
-
-
-def _mean(preds):
-    total = preds[0]
-    for q in preds[1:]:
-        total = total + q
-    return total * (1.0 / len(preds))
-
-
-def _hinge(preds, targets):
-    return _mean([(1 - y * s).relu() for s, y in zip(preds, targets)])
-
-
-def _losses(result, steps: int, what: str) -> list[float]:
-    if not isinstance(result, (list, tuple)) or len(result) != steps:
-        fail(f"{what} should return a list of {steps} losses, got {_short(result)}")
-    for v in result:
-        if hasattr(v, "data"):
-            fail(f"{what} should return plain numbers (loss.data), got a Value")
-        if not isinstance(v, (int, float)):
-            fail(f"{what} should return a list of numbers, got one {_short(v)}")
-    return [float(v) for v in result]
-
-
-def _update_rule(Value, train) -> None:
-    """One parameter, a loss whose gradient is always 1: the parameter's path is known."""
-    steps, lr, decay = 8, 0.3, 0.5
-    model = _Probe(Value, 0.0)
-    sizes: list[int] = []
-
-    def loss_fn(preds, targets):
-        sizes.append(len(preds))
-        return _mean(preds)
-
-    what = f"train(model, xs, ys, loss_fn, steps={steps}, lr={lr}, lr_decay={decay})"
-    result = _call(
-        train, what, model, [[1.0]] * 6, [0.0] * 6, loss_fn, steps=steps, lr=lr, lr_decay=decay
-    )
-    losses = _losses(result, steps, what)
-    wrong = next((n for n in sizes if n != 6), None)
-    if wrong is not None:
-        fail(
-            f"with batch_size=None each step's loss should use all 6 samples; loss_fn got "
-            f"{wrong} predictions"
-        )
-    if len(sizes) < steps:
-        fail(f"{what} called loss_fn {len(sizes)} times: once per step expected")
-    rates = [lr * (1 - decay * k / steps) for k in range(steps)]
-    want = -sum(rates)
-    got = model.p.data
-    if not close(got, want):
-        hint = ""
-        if close(got, -sum(r * (k + 1) for k, r in enumerate(rates))):
-            hint = "\n(the gradients pile up from step to step: zero them before backward)"
-        elif close(got, sum(rates)):
-            hint = "\n(each step climbs the gradient: p.data -= rate * p.grad)"
-        elif close(got, -lr * steps):
-            hint = "\n(the rate never decays: at step k use lr * (1 - lr_decay * k / steps))"
-        fail(
-            f"{what} on a model whose loss always has gradient 1: its parameter should "
-            f"go from 0 to {num(want)}, but ended at {num(got)}{hint}"
-        )
-    p = 0.0
-    for k, (loss, rate) in enumerate(zip(losses, rates)):
-        if not close(loss, p):
-            fail(
-                f"{what}: the loss returned for step {k} should be {num(p)}, got {num(loss)} "
-                "(the loss of that step's batch, before its update)"
-            )
-        p -= rate
-
-
-def _batches(Value, train) -> None:
-    """Random batches of the right size, each x paired with its own y, every sample used."""
-    n, batch, steps = 12, 4, 40
-    model = _Probe(Value, 1.0)  # with lr = 0 it stays 1, so sample i predicts i + 1
-    xs = [[float(i + 1)] for i in range(n)]
-    ys = [float(i) for i in range(n)]
-    sizes: list[int] = []
-    mismatched: list[tuple[float, float]] = []
-    used: set[float] = set()
-
-    def loss_fn(preds, targets):
-        sizes.append(len(preds))
-        for s, t in zip(preds, targets):
-            if s.data != t + 1:
-                mismatched.append((s.data, t))
-            used.add(t)
-        return _mean(preds)
-
-    what = f"train(..., steps={steps}, lr=0, batch_size={batch})"
-    result = _call(train, what, model, xs, ys, loss_fn, steps=steps, lr=0.0, batch_size=batch)
-    _losses(result, steps, what)
-    wrong = next((size for size in sizes if size != batch), None)
-    if wrong is not None:
-        fail(
-            f"with batch_size={batch}, every step's loss should use {batch} samples; "
-            f"loss_fn got {wrong} predictions"
-        )
-    if len(sizes) < steps:
-        fail(f"{what} called loss_fn {len(sizes)} times: once per step expected")
-    if mismatched:
-        fail(
-            "train should pass loss_fn the ys of the same samples as the xs: a batch "
-            "paired an x with another sample's y"
-        )
-    if len(used) < n:
-        fail(
-            f"{what} on {n} samples used only {len(used)} of them: draw a new random "
-            "batch at every step"
-        )
-
-
 XOR_POINTS = [(-1.0, -1.0, -1.0), (-1.0, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, -1.0)]
 
 
-def _xor_clusters() -> tuple[list[list[float]], list[float]]:
-    r = random.Random(4701)
-    xs, ys = [], []
+def training(kernel: Kernel) -> None:
+    """The update rule, zeroing, decay, mini-batches, and learning on a small problem, all
+    on models and losses made by the probe (one parameter p with model(x) = p * x[0], or a
+    linear model on x0, x1 and x0*x1)."""
+    rng = kernel.rng
+    steps, lr, decay = rng.randint(6, 10), rng.choice((0.2, 0.3, 0.4)), rng.choice((0.25, 0.5))
+    xor_xs, xor_ys = [], []
     for cx, cy, label in XOR_POINTS:
         for _ in range(5):
-            xs.append([round(cx + r.uniform(-0.4, 0.4), 3), round(cy + r.uniform(-0.4, 0.4), 3)])
-            ys.append(label)
-    return xs, ys
-
-
-def _learns(Value, train) -> None:
-    """A 2-8-1 network on 20 XOR-like points: full batch, then mini-batches."""
-    xs, ys = _xor_clusters()
+            xor_xs.append([round(cx + rng.uniform(-0.4, 0.4), 3),
+                           round(cy + rng.uniform(-0.4, 0.4), 3)])
+            xor_ys.append(label)
+    shift = {"model": "shift", "loss": "squared", "xs": [[1.0], [3.0]], "ys": [2.0, 4.0]}
     runs = [
-        ("train(model, xs, ys, hinge, steps=60, lr=0.2)", 60, {"lr": 0.2}),
-        (
-            "train(model, xs, ys, hinge, steps=100, lr=0.2, batch_size=5, lr_decay=0.5)",
-            100,
-            {"lr": 0.2, "batch_size": 5, "lr_decay": 0.5},
-        ),
+        {**shift, "kwargs": {"steps": 3, "lr": 0.25}},
+        {**shift, "kwargs": {"steps": 2, "lr": 0.5, "lr_decay": 0.5}},
+        {"model": "scale", "p0": 0.0, "loss": "mean", "xs": [[1.0]] * 6, "ys": [0.0] * 6,
+         "kwargs": {"steps": steps, "lr": lr, "lr_decay": decay}},
+        {"model": "scale", "p0": 1.0, "loss": "mean", "xs": [[float(i + 1)] for i in range(12)],
+         "ys": [float(i) for i in range(12)], "kwargs": {"steps": 40, "lr": 0.0, "batch_size": 4}},
+        {"model": "features", "seed": rng.randrange(10**6), "loss": "hinge", "xs": xor_xs,
+         "ys": xor_ys, "kwargs": {"steps": 60, "lr": 0.2}},
+        {"model": "features", "seed": rng.randrange(10**6), "loss": "hinge", "xs": xor_xs,
+         "ys": xor_ys, "kwargs": {"steps": 100, "lr": 0.2, "batch_size": 5, "lr_decay": 0.5}},
     ]
-    for what, steps, options in runs:
-        model = _Net(Value, [2, 8, 1], seed=4702)
-        result = _call(train, what, model, xs, ys, _hinge, steps=steps, **options)
-        losses = _losses(result, steps, what)
+    results = kernel.run("train", value="Value", function="train", runs=runs, what="train")
+    for run, got in zip(runs, results):
+        args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
+        what = f"train(model, xs, ys, loss_fn, {args})"
+        if "failed" in got:
+            fail(f"{what} raised {got['error']}")
+        _losses(got["returned"], run["kwargs"]["steps"], what)
+        if len(got["sizes"]) < run["kwargs"]["steps"]:
+            fail(f"{what} called loss_fn {len(got['sizes'])} times: once per step expected")
+    _update_rule(results[2], steps, lr, decay)  # first: its failures say why
+    _batches(results[3])
+    _visible(results[0], results[1])
+    for run, got in zip(runs[4:], results[4:]):
+        losses = got["returned"]
         first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
-        right = sum((model(x).data > 0) == (y > 0) for x, y in zip(xs, ys))
-        if not last < 0.5 * first or right < len(ys):
-            fail(
-                f"{what} on 20 XOR-like points, with a 2-8-1 network made by the grader: "
-                f"the loss went from {num(first)} to {num(last)} (mean of 5 steps), and "
-                f"{right} of 20 points are right; expected less than half the loss and all 20"
-            )
+        if not last < 0.5 * first or got["right"] < len(xor_ys):
+            args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
+            fail(f"train(model, xs, ys, hinge, {args}) on 20 XOR-like points: the loss went "
+                 f"from {num(first)} to {num(last)} (mean of 5 steps) and {got['right']} of "
+                 "20 points are right; expected less than half the loss and all 20")
 
 
-@hidden_check
-def training(Value, train) -> None:
-    """The update rule, zeroing, decay, mini-batches, and learning on a small problem."""
-    _update_rule(Value, train)
-    _batches(Value, train)
-    _learns(Value, train)
+def _losses(result, steps: int, what: str) -> None:
+    if not isinstance(result, list) or len(result) != steps:
+        fail(f"{what} should return a list of {steps} losses, got {num(result)}")
+    for v in result:
+        if isinstance(v, dict) and v.get("type") == "Value":
+            fail(f"{what} should return plain numbers (loss.data), got a Value")
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            fail(f"{what} should return a list of numbers, got one {num(v)}")
+
+
+def _visible(first: dict, second: dict) -> None:
+    """The check cell's model c + x[0] with the squared error: c goes 0.5, 0.75, 0.875."""
+    for k, want in enumerate([1.0, 0.25, 0.0625]):
+        if not close(first["returned"][k], want):
+            fail(f"train(shift, ..., steps=3, lr=0.25): the loss at step {k} should be "
+                 f"{num(want)}, got {num(first['returned'][k])}")
+    if not close(first["params"][0], 0.875):
+        fail(f"train(shift, ..., steps=3, lr=0.25) should take c from 0 to 0.875, got "
+             f"{num(first['params'][0])}")
+    if not close(second["params"][0], 1.0):
+        fail("train(shift, ..., steps=2, lr=0.5, lr_decay=0.5) uses the rates 0.5 and 0.375 "
+             f"and should take c from 0 to 1, got {num(second['params'][0])}")
+
+
+def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
+    """One parameter and a loss whose gradient is always 1: the parameter's path is known."""
+    what = f"train(model, xs, ys, loss_fn, steps={steps}, lr={lr}, lr_decay={decay})"
+    wrong = next((n for n in got["sizes"] if n != 6), None)
+    if wrong is not None:
+        fail(f"with batch_size=None each step's loss should use all 6 samples; loss_fn got "
+             f"{wrong} predictions")
+    rates = [lr * (1 - decay * k / steps) for k in range(steps)]
+    want, p = -sum(rates), got["params"][0]
+    if not close(p, want):
+        hint = ""
+        if close(p, -sum(r * (k + 1) for k, r in enumerate(rates))):
+            hint = "\n(the gradients pile up from step to step: zero them before backward)"
+        elif close(p, sum(rates)):
+            hint = "\n(each step climbs the gradient: p.data -= rate * p.grad)"
+        elif close(p, -lr * steps):
+            hint = "\n(the rate never decays: at step k use lr * (1 - lr_decay * k / steps))"
+        fail(f"{what} on a model whose loss always has gradient 1: its parameter should go "
+             f"from 0 to {num(want)}, but ended at {num(p)}{hint}")
+    p = 0.0
+    for k, (loss, rate) in enumerate(zip(got["returned"], rates)):
+        if not close(loss, p):
+            fail(f"{what}: the loss returned for step {k} should be {num(p)}, got {num(loss)} "
+                 "(the loss of that step's batch, before its update)")
+        p -= rate
+
+
+def _batches(got: dict) -> None:
+    """Random batches of the right size, each x paired with its own y, every sample used."""
+    what = "train(..., steps=40, lr=0, batch_size=4)"
+    wrong = next((size for size in got["sizes"] if size != 4), None)
+    if wrong is not None:
+        fail(f"with batch_size=4, every step's loss should use 4 samples; loss_fn got {wrong} "
+             "predictions")
+    if got["mismatched"]:
+        fail("train should pass loss_fn the ys of the same samples as the xs: a batch paired "
+             "an x with another sample's y")
+    if got["used"] < 12:
+        fail(f"{what} on 12 samples used only {got['used']} of them: draw a new random batch "
+             "at every step")
+
+
+TESTS = {
+    "mlp_test_neuron": neuron,
+    "mlp_test_mlp": mlp,
+    "mlp_test_linear": linear,
+    "mlp_test_mse": mse,
+    "mlp_test_bce": bce,
+    "mlp_test_max_margin": max_margin,
+    "mlp_test_train": training,
+}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .common import RefValue, ref_nn
-from .quiz import derivative, grader, letter, number, order, truth
+from .quiz import derivative, grader, letter, number, order, tests, truth
 
 
 def mlp_parameters() -> float:
@@ -77,3 +77,4 @@ QUESTIONS = {
 }
 
 grade = grader(QUESTIONS)
+TESTS = tests("mlp_quiz", QUESTIONS, grade)

@@ -1,117 +1,59 @@
-"""What every lesson's hidden tests share: the reference engine, random expression graphs,
-and comparisons that report, in a few short lines, which expression and input differ.
+"""What every assignment's hidden tests share. This runs in the grader, never in a kernel.
 
 A graph is a ``Program``: a list of steps, each an operator applied to earlier nodes or
-plain numbers. It runs on any engine through Python's operators and method names, so a
-student's engine and the reference one are built from the same program. Nothing here
-looks at how a student stores parents (set, tuple, list), labels ops, or orders nodes.
+plain numbers. The grader draws programs and inputs, the probe builds them with the
+student's engine and backpropagates (``check_cases``), and the reference engine
+``refgrad`` builds them again here: every node's data and every input's gradient must
+agree. Nothing here looks at how a student stores parents (set, tuple, list), labels ops,
+orders nodes or which formula computes an op: only the numbers are compared.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import math
 import operator
-import os
 import random
-import secrets
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-MAX_LINE = 88  # nbgrader validate cuts output lines at 90 characters
+from ..verdicts import Given, GradingFailure, Kernel, fail
+from .diagnose import diagnose
 
-# ---- the reference engine, loaded by path under a private name -----------------------
+__all__ = ["Given", "GradingFailure", "Kernel", "fail"]
+
+COURSE = Path(__file__).resolve().parents[2]
 
 
-def _load_reference():
-    here = os.path.dirname(os.path.abspath(__file__))
-    folder = os.path.normpath(os.path.join(here, "..", "..", "source", ".reference", "refgrad"))
-    name = f"_refgrad_{secrets.token_hex(8)}"
+def _load(name: str, path: Path):
+    """A module or package of the course by path, under a name of its own."""
+    package = path.name == "__init__.py"
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
-    )
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[name] = package  # only while loading, for the package's relative imports
-    try:
-        spec.loader.exec_module(package)
-        nn = importlib.import_module(f"{name}.nn")
-        return package, nn
-    finally:
-        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
-            del sys.modules[key]
-
-
-def _load_file(path: str):
-    spec = importlib.util.spec_from_file_location(f"_kit_{secrets.token_hex(8)}", path)
+        name, path, submodule_search_locations=[str(path.parent)] if package else None)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-ref, ref_nn = _load_reference()
+ref = _load("_course_refgrad", COURSE / "source" / ".reference" / "refgrad" / "__init__.py")
+ref_nn = importlib.import_module("_course_refgrad.nn")
 RefValue = ref.Value
-# The course's own copy of the students' helper module (never the submission's copy).
-kit = _load_file(
-    os.path.normpath(
-        os.path.join(
-            os.path.dirname(os.path.abspath(__file__)),
-            "..",
-            "..",
-            "source",
-            ".shared",
-            "coursekit.py",
-        )
-    )
-)
+kit = _load("_course_coursekit", COURSE / "source" / ".shared" / "coursekit.py")
 
 
-# ---- failures --------------------------------------------------------------------------
+# ---- numbers in messages -------------------------------------------------------------------
 
 
-class GradingFailure(AssertionError):
-    """A failed hidden check. Shown as its message only: no traceback, no grader source."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.lines = wrap(message)
-
-    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead
-        return ["Hidden test failed: " + self.lines[0], *("  " + line for line in self.lines[1:])]
-
-
-def wrap(message: str, width: int = MAX_LINE - 22) -> list[str]:
-    lines: list[str] = []
-    for paragraph in str(message).splitlines() or [""]:
-        lines.extend(textwrap.wrap(paragraph, width) or [""])
-    return lines
-
-
-def fail(message: str) -> None:
-    raise GradingFailure(message)
-
-
-def hidden_check(fn: Callable) -> Callable:
-    """Mark a lesson's public check: any error it did not expect becomes a plain
-    GradingFailure too, so no traceback (and no grader source) reaches a student."""
-
-    @functools.wraps(fn)
-    def check(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except GradingFailure:
-            raise
-        except Exception as exc:
-            raise GradingFailure(f"the hidden test stopped on {describe_error(exc)}") from None
-
-    return check
-
-
-def num(x: float) -> str:
-    """A number short enough for a message."""
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+def num(x: object) -> str:
+    """A number short enough for a message (or what came back instead of one)."""
+    if isinstance(x, dict) and "repr" in x:
+        return f"{x['repr']} ({x.get('type', '?')})"
+    if isinstance(x, bool) or x is None:
+        return repr(x)
+    if isinstance(x, float) and not math.isfinite(x):
         return str(x)
     try:
         return f"{x:.6g}"
@@ -124,17 +66,16 @@ def close(got: object, expected: float, rel: float = 1e-6, abs_: float = 1e-8) -
         return False
     if math.isnan(expected):
         return math.isnan(got)
-    if math.isinf(expected):
+    if math.isinf(expected) or math.isinf(got):
         return got == expected
     return abs(got - expected) <= abs_ + rel * max(1.0, abs(expected))
 
 
-def describe_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text if len(text) < 70 else text[:67] + "..."
+def short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
-# ---- random expression graphs ----------------------------------------------------------
+# ---- programs: random expression graphs -------------------------------------------------
 
 BINARY: dict[str, Callable] = {
     "+": operator.add,
@@ -144,6 +85,10 @@ BINARY: dict[str, Callable] = {
 }
 NUMBERS = (-2.0, -1.5, -0.5, 0.5, 1.5, 2.0, 3.0)
 EXPONENTS = (2, 3, -1, 0.5, 1.5, -2)
+ARITHMETIC = ("+", "*", "-", "/", "**", "neg")
+METHOD = {"+": "__add__", "*": "__mul__", "-": "__sub__", "/": "__truediv__",
+          "**": "__pow__", "neg": "__neg__"}
+REFLECTED = {"+": "__radd__", "*": "__rmul__", "-": "__rsub__", "/": "__rtruediv__"}
 
 
 @dataclass(frozen=True)
@@ -155,16 +100,19 @@ class Step:
     args: tuple
 
     def is_node(self, i: int) -> bool:
-        """Whether ``args[i]`` is an index of an earlier node (not a plain number)."""
         return isinstance(self.args[i], int) and not (self.op == "**" and i == 1)
 
     def inputs(self) -> list[int]:
-        """The indices of the earlier nodes this step reads."""
         return [a for i, a in enumerate(self.args) if self.is_node(i)]
 
     def operands(self, values: Sequence) -> list:
-        """The args, with each node index replaced by ``values[index]``."""
         return [values[a] if self.is_node(i) else a for i, a in enumerate(self.args)]
+
+    def method(self) -> str:
+        """The Value method that computes this step (``__rsub__`` for ``2.0 - x``)."""
+        if self.op in BINARY and not self.is_node(0):
+            return REFLECTED[self.op]
+        return METHOD.get(self.op, self.op)
 
 
 @dataclass
@@ -173,18 +121,29 @@ class Program:
     steps: list[Step]
 
     def run(self, leaves: Sequence) -> list:
-        """Every node: the leaves, then one per step. Works with any engine's Values."""
+        """Every node: the leaves, then one per step (with any engine's Values)."""
         nodes = list(leaves)
         for step in self.steps:
             nodes.append(apply(step, nodes))
         return nodes
 
     def text(self, index: int | None = None) -> str:
-        """The expression of node ``index`` (the output by default), as Python would read it."""
+        """The expression of node ``index`` (the output by default), as Python reads it."""
         names = [f"x{i}" for i in range(self.n_leaves)]
         for step in self.steps:
             names.append(render(step, names))
         return names[-1 if index is None else index]
+
+    def labels(self) -> list[str]:
+        return [short(self.text(i), 28) for i in range(self.n_leaves + len(self.steps))]
+
+    def spec(self, leaves: Sequence[float], **extra) -> dict:
+        """The program as the probe reads it."""
+        return {"leaves": list(leaves), "steps": [[s.op, list(s.args)] for s in self.steps],
+                "labels": self.labels(), **extra}
+
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(step.method() for step in self.steps))
 
 
 def apply(step: Step, nodes: list):
@@ -203,7 +162,7 @@ def render(step: Step, names: list[str]) -> str:
         if not step.is_node(i):
             return num(step.args[i])
         s = names[step.args[i]]
-        return s if s.isidentifier() or _is_call(s) else f"({s})"
+        return s if s.isidentifier() or (s.endswith("()") and s.count("(") == 1) else f"({s})"
 
     if step.op in BINARY:
         return f"{arg(0)} {step.op} {arg(1)}"
@@ -214,11 +173,7 @@ def render(step: Step, names: list[str]) -> str:
     return f"{arg(0)}.{step.op}()"
 
 
-def _is_call(s: str) -> bool:
-    return s.endswith("()") and s.count("(") == 1
-
-
-def _safe(op: str, values: Sequence[float], exponent: float | None = None) -> bool:
+def safe(op: str, values: Sequence[float], exponent: float | None = None) -> bool:
     """Keep every step well inside its domain, so any correct formula agrees closely."""
     x = values[0]
     if op == "/":
@@ -236,13 +191,8 @@ def _safe(op: str, values: Sequence[float], exponent: float | None = None) -> bo
     return True
 
 
-def random_program(
-    rng: random.Random,
-    ops: Sequence[str],
-    n_leaves: int = 3,
-    n_steps: int = 4,
-    numbers: str = "right",
-) -> tuple[Program, list[float]]:
+def random_program(rng: random.Random, ops: Sequence[str], n_leaves: int = 3,
+                   n_steps: int = 4, numbers: str = "right") -> tuple[Program, list[float]]:
     """A random graph over ``n_leaves`` inputs using ``ops``, and inputs it is safe at.
 
     Operands are drawn from all earlier nodes, so sub-expressions and inputs get reused.
@@ -258,7 +208,7 @@ def random_program(
                 break
             step = _random_step(rng, ops, len(values), numbers)
             exponent = step.args[1] if step.op == "**" else None
-            if not _safe(step.op, step.operands(values), exponent):
+            if not safe(step.op, step.operands(values), exponent):
                 continue
             value = apply(step, [RefValue(v) for v in values]).data
             if not math.isfinite(value) or abs(value) > 1e4:
@@ -266,7 +216,6 @@ def random_program(
             steps.append(step)
             values.append(value)
         if len(steps) == n_steps:
-            # The output must depend on the last step; unused leaves just get gradient 0.
             return Program(n_leaves, steps), leaves
 
 
@@ -288,140 +237,105 @@ def _random_step(rng: random.Random, ops: Sequence[str], n_nodes: int, numbers: 
     return Step(op, (recent,))
 
 
-# ---- running a student's engine ----------------------------------------------------------
+def single(op: str, args: tuple, rng: random.Random, positive: bool = False
+           ) -> tuple[Program, list[float]]:
+    """A one-step program and inputs (in [-2, 2] away from 0, or [0.3, 2]) it is safe at."""
+    step = Step(op, args)
+    n = 1 + max(step.inputs(), default=0)
+    exponent = args[1] if op == "**" else None
+    lo = 0.3 if positive or (op == "**" and not float(args[1]).is_integer()) else -2.0
+    while True:
+        leaves = [_away_from_zero(rng.uniform(lo, 2.0)) for _ in range(n)]
+        if safe(op, step.operands(leaves), exponent):
+            return Program(n, [step]), leaves
 
 
-def make_leaves(Value, values: Sequence[float]) -> list:
-    try:
-        return [Value(v) for v in values]
-    except Exception as exc:
-        fail(f"Value({num(values[0])}) raised {describe_error(exc)}")
-
-
-def build(Value, program: Program, leaves: Sequence[float], what: str = "computing"):
-    """Run the program on the student's engine: (leaf nodes, all nodes)."""
-    xs = make_leaves(Value, leaves)
-    nodes = list(xs)
-    for i, step in enumerate(program.steps):
-        try:
-            nodes.append(apply(step, nodes))
-        except Exception as exc:
-            expr = program.text(program.n_leaves + i)
-            fail(f"{what} {expr} raised {describe_error(exc)}")
-    return xs, nodes
-
-
-def run_closures(root, seed: float = 1.0) -> None:
-    """Backpropagate by calling each node's ``_backward()``, outputs first (lesson 1).
-
-    The same walk the students' visible checks use (coursekit.run_closures): the grader's
-    own order over ``_prev``, which may be any iterable.
-    """
-    kit.run_closures(root, seed)
-
-
-def call_backward(root, seed: float = 1.0) -> None:
-    """Backpropagate with the student's own ``backward()`` (lesson 2 on); seeds 1.0."""
-    root.backward()
+def _away_from_zero(x: float) -> float:
+    return x if abs(x) >= 0.3 else math.copysign(0.3, x) + x
 
 
 def inputs_text(values: Sequence[float]) -> str:
     return ", ".join(f"x{i}={num(v)}" for i, v in enumerate(values))
 
 
-def compare_program(
-    Value,
-    program: Program,
-    leaves: Sequence[float],
-    backprop: Callable = call_backward,
-    passes: int = 1,
-    seed: float = 1.0,
-) -> None:
-    """Build ``program`` ``passes`` times from the same inputs, backpropagate each time
-    (from ``seed``: only ``run_closures`` can start anywhere but 1.0), and compare every
-    node's data and every input's gradient with the reference."""
-    ref_nodes = program.run([RefValue(v) for v in leaves])
-    expr = program.text()
-    where = f"f = {expr}\nat {inputs_text(leaves)}"
-    xs = None
-    for k in range(passes):
-        if xs is None:
-            xs, nodes = build(Value, program, leaves)
-        else:
-            nodes = program.run(xs)
-        for i in range(program.n_leaves, len(nodes)):
-            got, want = getattr(nodes[i], "data", None), ref_nodes[i].data
-            if not close(got, want):
-                fail(
-                    f"{program.text(i)} at {inputs_text(leaves)}: "
-                    f"expected data {num(want)}, got {num(got)}"
-                )
-        try:
-            backprop(nodes[-1], seed)
-        except Exception as exc:
-            fail(f"backpropagating {where} raised {describe_error(exc)}")
-        if k == 0:
-            ref_nodes[-1].backward()
-    for i, x in enumerate(xs):
-        want = ref_nodes[i].grad * passes * seed
-        if not close(x.grad, want):
-            after = f" after {passes} backward passes" if passes > 1 else ""
-            hint = " (gradients must add up: +=)" if passes > 1 else ""
-            if seed != 1.0:
-                after += f" with d(loss)/df = {num(seed)}"
-                hint = " (is out.grad multiplied in?)"
-            fail(
-                f"df/dx{i}{after} is wrong{hint}\n{where}\nexpected {num(want)}, got {num(x.grad)}"
-            )
+# ---- comparing the student's engine with the reference ----------------------------------
 
 
-def compare_random_graphs(
-    Value,
-    ops: Sequence[str],
-    *,
-    seed: int,
-    graphs: int = 100,
-    numbers: str = "right",
-    backprop: Callable = call_backward,
-    sizes: Sequence[int] = (1, 2, 3, 5, 7),
-) -> None:
-    """``graphs`` random graphs over ``ops``; every other one built and backpropagated twice."""
-    rng = random.Random(seed)
-    for g in range(graphs):
-        program, leaves = random_program(
-            rng, ops, n_leaves=rng.choice((1, 2, 3)), n_steps=rng.choice(sizes), numbers=numbers
-        )
-        compare_program(Value, program, leaves, backprop, passes=1 + g % 2)
+@dataclass
+class Case:
+    """A program to build with the student's engine and backpropagate, and how."""
+
+    program: Program
+    leaves: list[float]
+    passes: int = 1  # built this many times on the same leaves, each one backpropagated
+    repeat: int = 1  # backpropagated this many times without rebuilding (one-step only)
+    seed: float = 1.0  # d(loss)/d(output) to start from (closures only)
+
+    def spec(self) -> dict:
+        return self.program.spec(self.leaves, passes=self.passes, repeat=self.repeat,
+                                 seed=self.seed)
+
+    def reference(self) -> tuple[list[float], list[float]]:
+        """Every node's data, and every input's gradient after all passes."""
+        nodes = self.program.run([RefValue(v) for v in self.leaves])
+        nodes[-1].backward()
+        factor = self.passes * self.repeat * self.seed
+        return [n.data for n in nodes], [x.grad * factor for x in nodes[: len(self.leaves)]]
 
 
-def compare_cases(
-    Value,
-    cases: Sequence[tuple[str, tuple]],
-    *,
-    seed: int,
-    rounds: int = 20,
-    backprop: Callable = call_backward,
-    positive: bool = False,
-) -> None:
-    """Single operations on random inputs: ``cases`` are (op, args) with args as in Step.
-
-    With ``run_closures`` the output's gradient is seeded with a random number, not 1.0,
-    which catches a ``_backward`` that forgets to multiply by ``out.grad``.
-    """
-    rng = random.Random(seed)
-    for _ in range(rounds):
-        for op, args in cases:
-            step = Step(op, args)
-            n_leaves = 1 + max(step.inputs(), default=0)
-            for _try in range(100):
-                lo = 0.3 if positive or (op == "**" and not float(args[1]).is_integer()) else -2.0
-                leaves = [_away_from_zero(rng.uniform(lo, 2.0)) for _ in range(n_leaves)]
-                exponent = args[1] if op == "**" else None
-                if _safe(op, step.operands(leaves), exponent):
-                    break
-            g = rng.choice((1.0, -0.5, 2.5)) if backprop is run_closures else 1.0
-            compare_program(Value, Program(n_leaves, [step]), leaves, backprop, seed=g)
+def check_cases(kernel: Kernel, cases: Sequence[Case], *, backprop: str = "backward",
+                given: Sequence[Given] = (), tested: Sequence[str] = (),
+                value: str = "Value") -> None:
+    """Build and backpropagate every case with the student's engine (one request to the
+    probe), and fail on the first difference from the reference. ``tested`` names the
+    methods this test grades (the others are given), for the messages."""
+    what = "backpropagating" if backprop == "backward" else "the _backward closures"
+    results = kernel.run("graphs", value=value, programs=[c.spec() for c in cases],
+                         backprop=backprop, given=given, what=what)
+    for case, result in zip(cases, results):
+        compare_case(case, result, backprop, tested)
 
 
-def _away_from_zero(x: float) -> float:
-    return x if abs(x) >= 0.3 else math.copysign(0.3, x) + x
+def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str]) -> None:
+    program, leaves = case.program, case.leaves
+    where = f"at {inputs_text(leaves)}"
+    graded = [m for m in program.methods() if not tested or m in tested]
+    blame = f"`{graded[0]}`: " if len(graded) == 1 else ""
+    if "failed" in result:
+        stage, step = result["failed"], result.get("step")
+        if stage == "leaf":
+            fail(f"Value({num(leaves[0])}) raised {result['error']}")
+        if stage == "build":
+            s = program.steps[step]
+            fail(f"`{s.method()}`: {program.text(program.n_leaves + step)} raised "
+                 f"{result['error']}\n{where}")
+        fail(f"{blame}{'backward()' if backprop == 'backward' else 'a _backward closure'} "
+             f"raised {result['error']}\nwith f = {program.text()} {where}")
+    want_data, want_grads = case.reference()
+    for i in range(program.n_leaves, len(want_data)):
+        got = result["data"][i]
+        if not close(got, want_data[i]):
+            s = program.steps[i - program.n_leaves]
+            fail(f"`{s.method()}`: {program.text(i)} should be {num(want_data[i])}, "
+                 f"got {num(got)}\n{where}")
+    bad = [j for j, (g, w) in enumerate(zip(result["grads"], want_grads)) if not close(g, w)]
+    if not bad:
+        return
+    j = bad[0]
+    got = result["grads"][j]
+    found = diagnose(program, leaves, result["grads"], passes=case.passes,
+                     repeat=case.repeat, seed=case.seed, methods=graded)
+    if found is not None:
+        method, hint = found
+        blame = f"`{method}`: "
+    else:
+        hint = ""
+    how = ""
+    if case.passes > 1:
+        how = f" after building f {case.passes} times on the same inputs"
+    elif case.repeat > 1:
+        how = f" after {case.repeat} backward() calls"
+    elif case.seed != 1.0:
+        how = f" from d(loss)/df = {num(case.seed)}"
+    fail(f"{blame}df/dx{j}{how} should be {num(want_grads[j])}, got {num(got)}\n"
+         f"with f = {program.text()} {where}" + (f"\n({hint})" if hint else ""))

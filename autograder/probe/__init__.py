@@ -1,0 +1,48 @@
+"""The probe: the only grading code that ever runs inside a student's kernel.
+
+It holds no secret: no reference engine, no expected value, no comparison. For each hidden
+test the grader sends the probe's source (``kernel_code()``) and a request (JSON): an
+operation, the names of the student's functions to use and inputs the grader drew for this
+submission. The probe builds the inputs with the student's own classes and functions and
+answers with plain values (numbers, lists, strings, the text of an exception). The grader
+compares them with the reference engine outside the kernel and decides the cell's score.
+
+Every request runs in a forked copy of the kernel (``runtime.run_isolated``): whatever the
+student's code does meanwhile (loops forever, crashes, changes classes or builtins,
+prints) ends with that copy, and the kernel itself is left as it was. A request may attach
+*given* code to the student's classes in that copy only: the course's own version of an
+earlier exercise, so that a test grades one exercise and not the ones it builds on.
+
+- ``runtime.py``: running a request, plain values, graphs of Values;
+- ``engine.py``: operations for lessons 1 to 3 and the quizzes;
+- ``nn.py``: operations for lesson 05 (modules, losses, training).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from . import engine, nn  # noqa: F401 (they register their operations)
+from .runtime import MIME, OPERATIONS, run_isolated
+
+__all__ = ["MIME", "OPERATIONS", "kernel_code", "run_isolated"]
+
+PARTS = ("runtime.py", "engine.py", "nn.py")
+
+
+@functools.cache
+def kernel_code() -> str:
+    """The probe as one piece of code for a kernel: the three files, in order, without
+    their imports of each other; it defines ``serve(request_json)``."""
+    pieces = ["from __future__ import annotations"]
+    for name in PARTS:
+        source = (Path(__file__).parent / name).read_text()
+        lines = source.splitlines()
+        drop: set[int] = set()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
+                drop.update(range(node.lineno - 1, node.end_lineno))
+        pieces.append("\n".join(ln for i, ln in enumerate(lines) if i not in drop))
+    return "\n\n".join(pieces) + "\n"

@@ -1,0 +1,299 @@
+"""Probe operations for lessons 1 to 3 and the quizzes: build programs with the
+student's engine, sort, zero, call functions, read answers (inside the kernel)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+
+from .runtime import (
+    OPERATIONS,
+    StepFailed,
+    build,
+    data_of,
+    failure,
+    grad_of,
+    graph_nodes,
+    lookup,
+    plain,
+    run_closures,
+    short_repr,
+)
+
+
+def op_graphs(ns, value: str, programs: list[dict], backprop: str = "backward",
+              watch: bool = False) -> list:
+    """Build each program with the student's engine and backpropagate from its output:
+    with ``run_closures`` from ``seed`` ("closures") or with ``backward()``. ``passes``
+    builds it again on the same leaves and backpropagates again (gradients add up);
+    ``repeat`` calls backward() again on the same graph. Returns, per program, every
+    node's data and every leaf's grad, or where it failed. With ``watch``, the first
+    program's entry also says which of coursekit's graph walks backward() called."""
+    Value = lookup(ns, value)
+    out = []
+    for number, program in enumerate(programs):
+        try:
+            xs, nodes = build(Value, program)
+        except StepFailed as exc:
+            out.append(failure("build", exc.error, exc.step))
+            continue
+        except Exception as exc:
+            out.append(failure("leaf", exc))
+            continue
+        data = [data_of(n) for n in nodes]
+        borrowed: list[str] = []
+        try:
+            for k in range(program.get("passes", 1)):
+                if k:
+                    xs, nodes = build(Value, program, xs)
+                for _ in range(program.get("repeat", 1)):
+                    if backprop == "closures":
+                        run_closures(nodes[-1], program.get("seed", 1.0))
+                    elif watch and number == 0:
+                        _, _, borrowed = watched(nodes[-1].backward)
+                    else:
+                        nodes[-1].backward()
+        except StepFailed as exc:
+            out.append(failure("build", exc.error, exc.step))
+            continue
+        except Exception as exc:
+            out.append({**failure("backprop", exc), "data": data})
+            continue
+        entry = {"data": data, "grads": [grad_of(x) for x in xs]}
+        if watch and number == 0:
+            entry["borrowed"] = borrowed
+        out.append(entry)
+    return out
+
+
+def op_order(ns, value: str, function: str, programs: list[dict], chains: list | None = None
+             ) -> list:
+    """The student's topological sort on each program's output (and on deep graphs:
+    ``chains`` = [("chain" | "diamonds", n)]). Returns the graph as found through
+    ``_prev`` (each node's program index or None, data and parents), the order as positions
+    in that graph (-1: not in it), how deep the calls nested, and which of coursekit's
+    graph walks it called."""
+    Value, topo = lookup(ns, value), lookup(ns, function)
+    roots = []
+    for program in programs:
+        try:
+            _, nodes = build(Value, program)
+        except (StepFailed, Exception) as exc:
+            roots.append((None, failure("build", getattr(exc, "error", exc),
+                                        getattr(exc, "step", None))))
+            continue
+        for i, node in enumerate(nodes):
+            _label(node, program["labels"][i])
+        roots.append((nodes, None))
+    for kind, n in chains or []:
+        x = Value(1.0)
+        v = x
+        for _ in range(n):
+            v = v + x if kind == "chain" else v * 0.5 + v * 0.5
+        roots.append(([x, v], None))
+    out = []
+    for nodes, failed in roots:
+        if failed:
+            out.append(failed)
+            continue
+        root = nodes[-1]
+        graph = graph_nodes(root)
+        where = {id(n): i for i, n in enumerate(graph)}
+        program_index = {id(n): i for i, n in enumerate(nodes)}
+        entry = {"nodes": [[program_index.get(id(n)), data_of(n),
+                            [where[id(p)] for p in _parents(n)]] for n in graph]}
+        try:
+            order, entry["nesting"], entry["borrowed"] = watched(topo, root)
+        except RecursionError:
+            entry["recursion"] = True
+            out.append(entry)
+            continue
+        except Exception as exc:
+            out.append(failure("call", exc))
+            continue
+        if isinstance(order, (list, tuple)):
+            entry["order"] = [where.get(id(n), -1) for n in order]
+            entry["strangers"] = [short_repr(data_of(n), 30) for n in order
+                                  if id(n) not in where][:3]
+        else:
+            entry["returned"] = type(order).__name__
+        out.append(entry)
+    return out
+
+
+BORROWABLE = ("graph_nodes", "run_closures")  # coursekit's walks: not the student's own
+
+
+def watched(fn, *args):
+    """``fn(*args)``, the deepest nesting of Python calls it made (a recursive search
+    nests one call per node of a chain, a loop with a stack a few), and which of
+    coursekit's graph walks it called."""
+    depth = deepest = 0
+    borrowed: set[str] = set()
+
+    def profile(frame, event, _arg):
+        nonlocal depth, deepest
+        if event == "call":
+            depth += 1
+            deepest = max(deepest, depth)
+            code = frame.f_code
+            if code.co_name in BORROWABLE and code.co_filename.endswith("coursekit.py"):
+                borrowed.add(code.co_name)
+        elif event == "return":
+            depth -= 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(previous)
+    return result, deepest, sorted(borrowed)
+
+
+def _label(node, text: str) -> None:
+    with contextlib.suppress(Exception):  # a class without a label slot: fine
+        node.label = text
+
+
+def _parents(node) -> list:
+    return list(getattr(node, "_prev", ()) or ())
+
+
+def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
+    """Fill every node's grad with 1, 2, 3...; run the student's zero_grad(root); return
+    each node's data before and after, its grad after, and whether it is a leaf."""
+    Value, zero_grad = lookup(ns, value), lookup(ns, function)
+    out = []
+    for program in programs:
+        _, nodes = build(Value, program)
+        for i, node in enumerate(nodes):
+            _label(node, program["labels"][i])
+        root = nodes[-1]
+        graph = graph_nodes(root)
+        before = [data_of(n) for n in graph]
+        for i, node in enumerate(graph):
+            node.grad = 1.0 + i
+        try:
+            zero_grad(root)
+        except Exception as exc:
+            out.append(failure("call", exc))
+            continue
+        program_index = {id(n): i for i, n in enumerate(nodes)}
+        out.append({"nodes": [{"data": b, "after": data_of(n), "grad": grad_of(n),
+                               "leaf": not _parents(n), "root": n is root,
+                               "index": program_index.get(id(n))}
+                              for b, n in zip(before, graph)]})
+    return out
+
+
+def op_hand(ns, function: str, graphs: list[dict]) -> list:
+    """Lesson 1's backprop_by_hand on plain nodes with the given data; their grads after."""
+    fn = lookup(ns, function)
+
+    class Node:
+        def __init__(self, data):
+            self.data, self.grad = data, 0.0
+
+    class Graph:
+        pass
+
+    out = []
+    for data in graphs:
+        g = Graph()
+        for name, value in data.items():
+            setattr(g, name, Node(value))
+        try:
+            fn(g)
+        except Exception as exc:
+            out.append(failure("call", exc))
+            continue
+        out.append({name: grad_of(getattr(g, name, None)) for name in data})
+    return out
+
+
+def make_function(source: str):
+    """A function from the grader's lambda text, where sin, cos, exp and plain work on
+    numbers and on Values alike."""
+    helpers = {
+        "sin": lambda v: v.sin() if hasattr(v, "sin") else math.sin(v),
+        "cos": lambda v: v.cos() if hasattr(v, "cos") else math.cos(v),
+        "exp": lambda v: v.exp() if hasattr(v, "exp") else math.exp(v),
+        "tanh": lambda v: v.tanh() if hasattr(v, "tanh") else math.tanh(v),
+        "plain": lambda v: getattr(v, "data", v),
+    }
+    return eval(source, helpers)
+
+
+def op_calls(ns, function: str, calls: list[dict]) -> list:
+    """``function(*args)`` for each call; an argument {"lambda": text} is a function made
+    from the grader's text. Returns each result (and the list arguments afterwards, to
+    see whether the function changed them), or the error."""
+    fn = lookup(ns, function)
+    out = []
+    for call in calls:
+        args = [make_function(a["lambda"]) if isinstance(a, dict) else
+                (list(a) if isinstance(a, list) else a) for a in call["args"]]
+        try:
+            result = fn(*args, **call.get("kwargs", {}))
+        except Exception as exc:
+            out.append(failure("call", exc))
+            continue
+        out.append({"result": plain(result),
+                    "args": [plain(a) if isinstance(a, list) else None for a in args]})
+    return out
+
+
+def op_neuron(ns, value: str, function: str, cases: list[dict]) -> list:
+    """Lesson 3's neuron(xs, ws, b) on leaf Values; its output and every leaf's grad."""
+    Value, fn = lookup(ns, value), lookup(ns, function)
+    out = []
+    for case in cases:
+        try:
+            xs = [Value(v) for v in case["xs"]]
+            ws = [Value(v) for v in case["ws"]]
+            b = Value(case["b"])
+            o = fn(xs, ws, b)
+        except Exception as exc:
+            out.append(failure("call", exc))
+            continue
+        entry = {"data": data_of(o)}
+        try:
+            o.backward()
+        except Exception as exc:
+            entry.update(failure("backprop", exc))
+        entry["grads"] = {"xs": [grad_of(v) for v in xs], "ws": [grad_of(v) for v in ws],
+                          "b": grad_of(b)}
+        out.append(entry)
+    return out
+
+
+def op_values(ns, names: list[str]) -> dict:
+    """The notebook's value of each name (quiz answers), as plain values."""
+    return {name: plain(ns.get(name)) if not callable(ns.get(name)) else {"callable": True}
+            for name in names}
+
+
+def op_function_at(ns, name: str, points: list[list]) -> list:
+    """The notebook's function ``name`` at each point (a function answer in a quiz)."""
+    fn = lookup(ns, name)
+    out = []
+    for args in points:
+        try:
+            out.append({"result": plain(fn(*args))})
+        except Exception as exc:
+            out.append(failure("call", exc))
+    return out
+
+
+OPERATIONS.update({
+    "graphs": op_graphs,
+    "order": op_order,
+    "zero_grad": op_zero_grad,
+    "hand": op_hand,
+    "calls": op_calls,
+    "neuron": op_neuron,
+    "values": op_values,
+    "function_at": op_function_at,
+})
