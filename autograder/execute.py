@@ -22,9 +22,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Float, Integer, Unicode
+from traitlets import Dict, Enum, Float, Integer, Unicode
 
 from . import limits as oslimits
+from . import sandbox as sandboxing
 from .messages import Event
 
 RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events": [Event]}
@@ -48,6 +49,8 @@ class GuardedExecute(Execute):
         config=True)
     max_output = Integer(1_000_000, help="bytes of output kept per cell").tag(config=True)
     progress_file = Unicode("", help="where to note the cell being run").tag(config=True)
+    sandbox = Enum(sandboxing.MODES, "auto", help="kernels under bubblewrap (sandbox.py): auto "
+                   "(if this machine can), require, off").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._name = resources["nbgrader"]["notebook"]
@@ -57,7 +60,9 @@ class GuardedExecute(Execute):
         self._events = []
         self._last_run = None
         self._total = len(nb.cells)
-        RUNS.append({"notebook": self._name, "events": self._events})
+        isolation = sandboxing.isolation_for(self.sandbox)
+        self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
+        RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
         try:
             return super().preprocess(nb, resources, km)
         finally:
