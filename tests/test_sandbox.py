@@ -31,7 +31,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
 
-from autograder import sandbox
+from autograder import bwrap, sandbox
 from autograder.sandbox import SandboxedKernelManager, sandbox_status
 
 STATUS = sandbox_status()
@@ -156,17 +156,17 @@ def test_a_kernel_sees_only_its_copy_of_its_folder_and_writes_only_there(folder,
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     nb = run(folder, f"HOST = {host!r}", PROBE_FILES, "open('coursekit.py', 'w').write('')")
     seen = answer(nb.cells[1])
-    assert seen["cwd"] == sandbox.WORK and seen["home"] == sandbox.HOME
+    assert seen["cwd"] == bwrap.WORK and seen["home"] == bwrap.HOME
     assert seen["here"] == ["coursekit.py", "data"]  # no notebook
     assert seen["data"] == ["points.csv"] and seen["given"] == 42
-    assert seen["uid"] == sandbox.UID
+    assert seen["uid"] == bwrap.UID
     assert not any(seen["exists"].values()), seen["exists"]
     assert seen["self_check"] == "1"
     assert not [n for n in seen["env"] if n.startswith("AUTOGRADER") or n == "SOME_PASSWORD"]
     assert "secret-marker" not in seen["pid1_env"] and "hunter2" not in seen["pid1_env"]
     writable = seen["writable"]
     assert [p for p, ok in writable.items() if ok] == [
-        "here.txt", "/tmp/t.txt", f"{sandbox.HOME}/h.txt", "/dev/shm/s"], writable
+        "here.txt", "/tmp/t.txt", f"{bwrap.HOME}/h.txt", "/dev/shm/s"], writable
     # The kernel wrote and emptied files in its copy: the real folder did not change.
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
 
@@ -458,7 +458,7 @@ def test_with_bubblewrap_grade_requires_it_of_its_workers_silently():
 
 
 def test_binds_are_the_python_environment_and_never_the_course():
-    binds = sandbox.environment_binds()
+    binds = bwrap.environment_binds()
     dests = {dest for _, dest in binds}
     assert sys.prefix in dests or any(sys.prefix.startswith(d + "/") for d in dests)
     real = os.path.realpath(sys.base_prefix)
@@ -471,21 +471,21 @@ def test_binds_are_the_python_environment_and_never_the_course():
 
 
 def test_a_kernel_gets_an_empty_folder_rather_than_the_course(tmp_path):
-    assert sandbox._work_folder(None) is None
-    assert sandbox._work_folder(str(ROOT)) is None
-    assert sandbox._work_folder(str(ROOT.parent)) is None
-    assert sandbox._work_folder("/") is None
-    assert sandbox._work_folder(str(tmp_path)) == tmp_path.resolve()
+    assert bwrap.work_folder(None) is None
+    assert bwrap.work_folder(str(ROOT)) is None
+    assert bwrap.work_folder(str(ROOT.parent)) is None
+    assert bwrap.work_folder("/") is None
+    assert bwrap.work_folder(str(tmp_path)) == tmp_path.resolve()
 
 
 def test_startup_files_from_the_course_are_dropped():
-    binds = sandbox.environment_binds()
+    binds = bwrap.environment_binds()
     inside = os.path.join(sys.prefix, "etc", "startup.py")
     cmd = ["python", "-m", "ipykernel_launcher", "-f", "k.json",
            "--HistoryManager.hist_file=:memory:",
            f"--IPKernelApp.exec_files={[str(ROOT / 'autograder' / 'kernel_startup.py')]!r}",
            f"--IPKernelApp.exec_files={[str(ROOT / 'x.py'), inside]!r}"]
-    assert sandbox.kernel_arguments(cmd, binds) == [
+    assert bwrap.kernel_arguments(cmd, binds) == [
         *cmd[:6], f"--IPKernelApp.exec_files={[inside]!r}"]
 
 
