@@ -251,8 +251,11 @@ def matplotlib_cache() -> Path | None:
     folder = _cache_home() / f"matplotlib-{h.hexdigest()[:16]}"
     if folder.is_dir() and any(folder.glob("fontlist-*.json")):
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    except OSError:
+        return None  # no cache: kernels that import matplotlib build their own
     try:
         binds = environment_binds()
         cmd = [bwrap_program() or "bwrap", *base_args(), "--size", str(SCRATCH_SIZE),

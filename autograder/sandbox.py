@@ -9,8 +9,8 @@ Isolation levels, recorded with every grade:
   memory, gone when the kernel ends. Nothing of the course is there: not ``source/``,
   ``autograder/``, the gradebook, ``submitted/`` or other students. It has no network and
   sees only its own processes, all of which die with it. It talks to the grader over
-  ZeroMQ ``ipc`` sockets in one small folder; once the kernel is ready, that folder is made
-  read-only for it (for good when grading as root: it is handed to ``nobody``).
+  ZeroMQ ``ipc`` sockets in one small folder; when grading as root, that folder is handed
+  to ``nobody`` once the kernel is ready, so the kernel cannot write there either.
 - ``none``: the kernel runs as the grader's user in the grader's environment, as before.
 
 ``sandbox_status()`` says which level this machine gives (it starts this Python in a
@@ -180,19 +180,17 @@ class SandboxedKernelManager(AsyncKernelManager):
                     os.close(fd)
 
     def seal(self) -> None:
-        """Make the kernel's ipc folder (the one host folder it can write) read-only for it,
-        once the kernel is ready (its sockets exist and it has read its connection file).
-        When grading as root, the folder and the file go to ``nobody``, so the kernel
-        cannot make them writable again."""
-        if self._scratch is None:
+        """When grading as root, hand the kernel's ipc folder (the one host folder it can
+        write) and its connection file to ``nobody``, read-only, once the kernel is ready
+        (its sockets exist and it has read the file): the kernel can no longer write there.
+        (A kernel of another user owns them and could undo any change, so they stay.)"""
+        if self._scratch is None or os.geteuid() != 0:
             return
         ipc = self._scratch / "ipc"
         with contextlib.suppress(OSError):
-            if os.geteuid() == 0:
-                os.chown(self.connection_file, bwrap.NOBODY, bwrap.NOBODY)
-                os.chown(ipc, bwrap.NOBODY, bwrap.NOBODY)
-            os.chmod(self.connection_file, 0o444)
-            os.chmod(ipc, 0o555)
+            for path, mode in ((self.connection_file, 0o444), (ipc, 0o555)):
+                os.chown(path, bwrap.NOBODY, bwrap.NOBODY)
+                os.chmod(path, mode)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         try:
