@@ -37,7 +37,8 @@ def _limits(args: argparse.Namespace):
             raise GraderError(f"--memory {args.memory!r} is not a size such as 3G or "
                               "512M") from None
     return Limits.for_course(nbgrader_config(), cell_timeout=args.cell_timeout,
-                             wall=args.wall_limit, memory=memory, attempts=args.attempts)
+                             wall=args.wall_limit, memory=memory, attempts=args.attempts,
+                             sandbox=args.sandbox)
 
 
 def _guard(fn):
@@ -163,6 +164,11 @@ def add_grading_commands(sub) -> None:
     p.add_argument("--attempts", type=int, metavar="N",
                    help="runs of a notebook whose kernel crashes or hangs (default: "
                         f"{defaults.attempts})")
+    box = p.add_mutually_exclusive_group()
+    box.add_argument("--require-sandbox", dest="sandbox", action="store_const", const="require",
+                     help="fail (exit 2) if grading kernels cannot run in a bubblewrap sandbox")
+    box.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
+                     help="run grading kernels unsandboxed (default: sandboxed when possible)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     _common(p)
     p.set_defaults(run=_grade)

@@ -29,9 +29,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Float, Integer, List, Unicode
+from traitlets import Dict, Enum, Float, Integer, List, Unicode
 
 from . import limits as oslimits
+from . import sandbox as sandboxing
 from . import verdicts
 from .messages import Event
 from .probe import MIME, kernel_code
@@ -61,6 +62,8 @@ class GuardedExecute(Execute):
                    "one for every notebook)").tag(config=True)
     skip_tags = List(["demo"], help="cells with these tags are not run, unless they are "
                      "solution or test cells").tag(config=True)
+    sandbox = Enum(sandboxing.MODES, "auto", help="kernels under bubblewrap (sandbox.py): auto "
+                   "(if this machine can), require, off").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._name = resources["nbgrader"]["notebook"]
@@ -76,7 +79,9 @@ class GuardedExecute(Execute):
         self._events = []
         self._last_run = None
         self._total = len(nb.cells)
-        RUNS.append({"notebook": self._name, "events": self._events})
+        isolation = sandboxing.isolation_for(self.sandbox)
+        self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
+        RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
         try:
             return super().preprocess(nb, resources, km)
         finally:

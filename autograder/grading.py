@@ -32,7 +32,7 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,6 +50,7 @@ from .messages import Job, Result  # noqa: E402
 from .notes import compose_notes, has_problem, note_line  # noqa: E402
 from .pool import Pool, Task  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
+from .sandbox import check_for_grading  # noqa: E402
 
 
 @dataclass
@@ -140,6 +141,7 @@ class ClassGrading:
                         "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
                         "cells": totals.cells, "runs": task.attempt, "seconds": seconds,
                         "late_seconds": totals.late_seconds, "seed": task.seed,
+                        "isolation": result.isolation,
                         "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                     })
         self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,
@@ -201,6 +203,7 @@ def grade(
     stream = stream or sys.stdout
     course = open_course(root, db_url)
     limits = limits or oslimits.Limits.for_course(course.config)
+    limits = replace(limits, sandbox=check_for_grading(limits.sandbox, stream))
     jobs = jobs or len(os.sched_getaffinity(0))
     unknown = [a for a in assignments or [] if a not in course.assignments()]
     if unknown:

@@ -39,6 +39,7 @@ class Limits:
     file_size: int = 1 * GiB  # the largest file a kernel may write
     output: int = 1_000_000  # bytes of output kept per cell; the rest is dropped
     attempts: int = 3  # runs of a notebook at most (after a crash the rest is run again)
+    sandbox: str = "auto"  # kernels under bubblewrap: auto, require or off (sandbox.py)
 
     def as_dict(self) -> dict:
         return asdict(self)

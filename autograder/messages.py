@@ -44,6 +44,7 @@ class NotebookResult:
     events: list[Event] = field(default_factory=list)
     error: str | None = None  # why nbgrader could not grade it (one line)
     log: str | None = None  # the end of nbgrader's log, when it failed
+    isolation: str | None = None  # the kernel's isolation (sandbox.py), if one ran
 
     @classmethod
     def from_dict(cls, d: dict) -> NotebookResult:
@@ -54,6 +55,7 @@ class NotebookResult:
             events=[Event(**e) for e in d.get("events", [])],
             error=d.get("error"),
             log=d.get("log"),
+            isolation=d.get("isolation"),
         )
 
 
@@ -107,6 +109,12 @@ class Result:
     def graded(self) -> set[str]:
         """The notebooks nbgrader graded."""
         return {name for name, nb in self.notebooks.items() if nb.graded}
+
+    @property
+    def isolation(self) -> str | None:
+        """The weakest isolation any of its kernels ran under (None: no kernel ran)."""
+        levels = {nb.isolation for nb in self.notebooks.values() if nb.isolation}
+        return "none" if "none" in levels else min(levels, default=None)
 
     def stops(self) -> list[Event]:
         """Events that stopped a notebook early (a dead or stuck kernel), with the notebook."""

@@ -74,6 +74,7 @@ class Worker:
         extra.GuardedExecute.progress_file = str(Path(job.dir) / "progress")
         extra.GuardedExecute.shutdown_kernel = "immediate"
         extra.GuardedExecute.iopub_timeout = 10
+        extra.GuardedExecute.sandbox = self.limits.sandbox
         cfg.merge(extra)
         return cfg
 
@@ -118,6 +119,7 @@ class Worker:
             out = private / "autograded" / STUDENT / job.assignment / f"{prep.name}.ipynb"
             entry.graded = bool(outcome.get("success")) and out.exists()
             entry.events = [e for run in RUNS for e in run["events"]]
+            entry.isolation = next((run["isolation"] for run in RUNS), None)
             if not entry.graded:
                 entry.error = _last_error(outcome)
                 entry.log = ((outcome.get("log") or "") + (outcome.get("error") or ""))[-3000:]

@@ -1,0 +1,124 @@
+"""Benchmark: what the bubblewrap sandbox costs per notebook, measured in one run.
+
+    .venv/bin/python benchmarks/sandbox_overhead.py             # 3 rounds
+    .venv/bin/python benchmarks/sandbox_overhead.py --rounds 6  # steadier numbers
+
+Each of the course's solutions (solutions/<assignment>/*.ipynb, outputs cleared) is run
+with nbclient from a fresh kernel to its shutdown, as the grader runs it, once with
+jupyter_client's kernel manager ("none") and once with ``SandboxedKernelManager``
+("bubblewrap"), interleaved (the order alternates by round) so both see the same machine
+load. Same kernel arguments and environment for both, so only the sandbox differs. Also
+timed: starting a kernel, getting its first reply and shutting it down (an empty
+notebook). Printed per notebook and in total, with the ratio (target <= 1.15x). The machine
+may be shared: the load average is printed; only ratios from the same run mean anything.
+Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+
+from autograder.bwrap import matplotlib_cache  # noqa: E402
+from autograder.course import SOLUTIONS  # noqa: E402
+from autograder.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status  # noqa: E402
+
+MANAGERS = {"none": AsyncKernelManager, "bubblewrap": SandboxedKernelManager}
+ARGS = ["--HistoryManager.hist_file=:memory:"]
+
+
+def cleared(path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def run_once(nb, folder: Path, manager: type, timeout: int) -> float:
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            kernel_manager_class=manager, extra_arguments=list(ARGS),
+                            shutdown_kernel="immediate",
+                            resources={"metadata": {"path": str(folder)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "error"]
+    if errors:
+        raise SystemExit(f"{manager.__name__}: {errors[0].ename}: {errors[0].evalue}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=int, default=120)
+    args = parser.parse_args()
+
+    status = sandbox_status()
+    if status.level != BUBBLEWRAP:
+        raise SystemExit(f"no sandbox on this machine: {status.reason}")
+    os.environ["COURSEKIT_NO_SELF_CHECK"] = "1"  # as in the sandbox (and in grading)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")  # as grade's workers set them
+    matplotlib_cache()  # made once per machine and environment, not per run
+
+    work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    notebooks = []
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        folder = work / path.parent.name
+        shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns("*.ipynb"))
+        notebooks.append((path.parent.name, path, folder))
+    empty = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass")])
+    times: dict[tuple[str, str], list[float]] = {}
+    quiet = os.dup(2)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the kernels' start-up chatter
+    try:
+        for name in MANAGERS:  # warm-up: imports, disk cache
+            run_once(nbformat.from_dict(empty), work, MANAGERS[name], args.timeout)
+        for r in range(args.rounds):
+            order = list(MANAGERS) if r % 2 == 0 else list(reversed(MANAGERS))
+            for label, path, folder in [("(kernel start)", None, work), *notebooks]:
+                for name in order:
+                    nb = nbformat.from_dict(empty) if path is None else cleared(path)
+                    seconds = run_once(nb, folder, MANAGERS[name], args.timeout)
+                    times.setdefault((label, name), []).append(seconds)
+    finally:
+        os.dup2(quiet, 2)
+        shutil.rmtree(work, ignore_errors=True)
+
+    load = os.getloadavg()
+    print(f"{len(notebooks)} notebooks x {args.rounds} rounds, interleaved; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; median seconds per run")
+    print(f"{'':24} {'none':>8} {'bubblewrap':>11} {'ratio':>7}")
+    totals = {name: 0.0 for name in MANAGERS}
+    for label in ["(kernel start)", *(n for n, _, _ in notebooks)]:
+        med = {name: statistics.median(times[(label, name)]) for name in MANAGERS}
+        if label != "(kernel start)":
+            for name in MANAGERS:
+                totals[name] += med[name]
+        print(f"{label:24} {med['none']:8.2f} {med['bubblewrap']:11.2f} "
+              f"{med['bubblewrap'] / med['none']:6.2f}x")
+    n = len(notebooks)
+    ratio = totals["bubblewrap"] / totals["none"]
+    print(f"{'per notebook (mean)':24} {totals['none'] / n:8.2f} "
+          f"{totals['bubblewrap'] / n:11.2f} {ratio:6.2f}x   (target <= 1.15x)")
+
+
+if __name__ == "__main__":
+    main()
