@@ -67,7 +67,7 @@ class GuardedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._name = resources["nbgrader"]["notebook"]
-        self._assignment = resources["nbgrader"]["assignment"]
+        self._assignment = resources["nbgrader"].get("assignment", "")
         self._seed = self.seed or secrets.randbits(48)
         for cell in nb.cells:  # verdicts come from this run only, never from the file
             cell.metadata.pop("autograder", None)
