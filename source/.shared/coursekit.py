@@ -272,9 +272,8 @@ def draw_graph(root, rankdir: str = "LR"):
 #
 # self_check() (the last cell of every lesson) is quick: it runs the check cells of the
 # notebook in hand again, in this kernel, and gives every other lesson one line from what
-# its saved notebook shows. self_check_table() runs every notebook afresh, as saved (the
-# thorough version, for a terminal: `python lab.py --check` or `python -m autograder
-# self-check`).
+# its saved notebook shows. self_check_table() runs every notebook afresh, as saved: the
+# thorough version, for a terminal (`python lab.py --check` in the student edition).
 
 SKIP_SELF_CHECK = "COURSEKIT_NO_SELF_CHECK"  # set while grading or generating: do nothing
 WIDTH = 89  # no printed line is longer (students read them in a notebook)
@@ -346,6 +345,8 @@ def _failure(ename: str, evalue: str) -> str:
 
     if ename in ("CellTimeoutError", "KeyboardInterrupt", "DeadKernelError", "_CheckTimeout"):
         return "did not finish in time (an endless loop?)"
+    if ename == "NotImplementedError" or "raised NotImplementedError" in str(evalue):
+        return "not written yet"
     if ename in ("CheckFailed", "GradingFailure"):
         return _first_line(" ".join(str(evalue).split()), 200)
     message = re.sub(r"\x1b\[[0-9;]*m", "", f"{ename}: {evalue}".rstrip(": "))
