@@ -42,7 +42,7 @@ FILES = HERE / "student_edition"  # README.md and gitignore of the student editi
 START_PAGE = SHARED / "START-HERE.md"
 MARKER = ".edition.json"  # what kind of release a folder holds
 KEEP = {".git", "my-work", ".venv", MARKER}  # never removed when releasing again
-GRADER_ONLY = {"psutil"}  # in requirements.txt for grading, not needed by students
+GRADER_ONLY = {"psutil", "latex2mathml"}  # for grading and feedback, not for students
 SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 # What must never reach students, as text anywhere in a release.
