@@ -4,13 +4,15 @@ This repository is the instructor's course: it holds the solutions, the hidden t
 reference engine and the grader. Students get the **student edition** instead::
 
     DIR/README.md            for students: one command to start, how lessons and checks work
-    DIR/START-HERE.md        the page JupyterLab opens on (copied into my-work/)
     DIR/lab.py               the launcher: sets up .venv, seeds my-work/, starts JupyterLab
     DIR/requirements.txt     what students install (the course's requirements, minus the
                              grader's own)
     DIR/jupyter/             the student JupyterLab's settings (Validate on, instructor
                              tools off, Validate's time limit, Markdown opens rendered)
     DIR/lessons/NN_name/     the released notebooks (notebooks/) and coursekit.py
+    DIR/lessons/START-HERE.md  the page JupyterLab opens on (its links are relative to
+                             lessons/, and to my-work/, where lab.py copies it; on a
+                             JupyterHub, students can work in lessons/ itself)
     DIR/.gitignore           my-work/ and .venv/ stay out of git
 
 ``--solutions`` writes the self-learners' download instead: the executed solution
@@ -137,7 +139,7 @@ def leaks(folder: Path, secrets: set[str] | None = None, *,
     but hidden tests, the grader and the reference engine are still not."""
     if secrets is None and not allow_solutions:
         lessons = folder / "lessons"
-        released = sorted(p.name for p in lessons.iterdir()) if lessons.is_dir() else []
+        released = sorted(p.name for p in lessons.glob("*") if p.is_dir())
         secrets = secret_lines(released)
     secrets = secrets or set()
     found = []
@@ -224,7 +226,7 @@ def build_student_edition(dest: Path, selected: list[str] | None = None) -> list
         shutil.copytree(NOTEBOOKS / assignment, dest / "lessons" / assignment, ignore=SKIP)
     shutil.copy(LAUNCHER, dest / "lab.py")
     shutil.copytree(LAB_CONFIG, dest / "jupyter", ignore=SKIP)
-    shutil.copy(START_PAGE, dest / START_PAGE.name)
+    shutil.copy(START_PAGE, dest / "lessons" / START_PAGE.name)
     shutil.copy(FILES / "README.md", dest / "README.md")
     shutil.copy(FILES / "gitignore", dest / ".gitignore")
     (dest / "requirements.txt").write_text(student_requirements())

@@ -45,7 +45,7 @@ class Layout:
         self.lessons = lessons or root / "lessons"
         self.work = work or root / "my-work"
         self.config = config or root / "jupyter"
-        self.start_page = start_page or root / START_PAGE
+        self.start_page = start_page or self.lessons / START_PAGE
         self.requirements = requirements or root / "requirements.txt"
         self.venv = root / ".venv"
 

@@ -45,7 +45,7 @@ def files(folder: Path) -> list[str]:
 
 
 def test_student_edition_holds_lessons_launcher_readme_and_requirements(student):
-    expected = {".edition.json", ".gitignore", "README.md", "START-HERE.md", "lab.py",
+    expected = {".edition.json", ".gitignore", "README.md", "lessons/START-HERE.md", "lab.py",
                 "requirements.txt"}
     expected |= {f"jupyter/{p}" for p in files(ROOT / "autograder" / "student_lab")}
     for assignment in ASSIGNMENTS:
@@ -123,7 +123,7 @@ def test_the_zip_holds_the_same_files_under_one_folder(student):
 def test_readme_says_the_one_command_and_the_start_page_lists_every_lesson(student):
     readme = (student / "README.md").read_text()
     assert "python3 lab.py" in readme and "Validate" in readme
-    start = (student / "START-HERE.md").read_text()
+    start = (student / "lessons" / "START-HERE.md").read_text()
     for assignment in ASSIGNMENTS:
         (nb,) = (NOTEBOOKS / assignment).glob("*.ipynb")
         assert f"]({assignment}/{nb.name})" in start
@@ -219,7 +219,7 @@ def test_a_partial_release_holds_only_those_lessons_and_none_of_the_next(tmp_pat
 
     dest = tmp_path / "ed"
     assert edition.release(dest, ["01_value"]) == 0
-    assert sorted(p.name for p in (dest / "lessons").iterdir()) == ["01_value"]
+    assert sorted(p.name for p in (dest / "lessons").iterdir()) == ["01_value", "START-HERE.md"]
     path = dest / "lessons" / "01_value" / "value.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("self.grad += other.data * out.grad"))
@@ -264,7 +264,7 @@ def test_launcher_seeds_lessons_and_start_page_and_never_overwrites_a_notebook(s
 
 def test_launcher_command_opens_the_start_page_on_this_machine_only(student, tmp_path):
     work = tmp_path / "my-work"
-    launcher.seed(work, student / "lessons", student / "START-HERE.md")
+    launcher.seed(work, student / "lessons", student / "lessons" / "START-HERE.md")
     cmd = launcher.lab_command(work, student / "jupyter", ["--no-browser"])
     assert "--LabApp.default_url=/lab/tree/START-HERE.md" in cmd
     assert "--ServerApp.ip=127.0.0.1" in cmd and cmd[-1] == "--no-browser"
