@@ -129,11 +129,23 @@ def start_lab(layout: Layout, extra: list[str], cwd: Path) -> int:
     if shutil.which("dot") is None:
         print("Graph drawings need Graphviz's `dot`: sudo apt-get install graphviz (Debian,")
         print("Ubuntu), brew install graphviz (macOS), or conda install -c conda-forge graphviz.")
-    command = lab_command(layout.work, layout.config, extra)
-    try:
-        return subprocess.call(command, cwd=cwd, env=lab_env(layout.config))
-    except KeyboardInterrupt:
-        return 0
+    return run(lab_command(layout.work, layout.config, extra), cwd, lab_env(layout.config))
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> int:
+    """Run ``command`` in place of this process (on Windows: until it ends).
+
+    JupyterLab handles Ctrl+C itself (it asks first, and stops its kernels on the second),
+    so this process must not stop it any other way, nor stop before it."""
+    if os.name != "nt":
+        os.chdir(cwd)
+        os.execve(command[0], command, os.environ if env is None else env)
+    proc = subprocess.Popen(command, cwd=cwd, env=env)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # the server got it too, and decides what to do
+            continue
 
 
 def _shown(path: Path) -> str:
@@ -227,7 +239,7 @@ def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
         return 1
     if not args.no_venv and not _in(layout.venv):
         python = ensure_venv(layout)
-        return subprocess.call([str(python), str(Path(__file__).resolve()), *argv])
+        return run([str(python), str(Path(__file__).resolve()), *argv], Path.cwd())
     if args.check:
         return check(layout)
     extra = [a for a in args.jupyter_args if a != "--"]

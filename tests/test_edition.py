@@ -293,3 +293,20 @@ def test_launcher_refuses_an_old_python(monkeypatch, capsys):
     monkeypatch.setattr(launcher, "MIN_PYTHON", (9, 0))
     assert launcher.main(["--no-venv"]) == 1
     assert "needs Python 9.0" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_launcher_sets_up_its_venv_once(tmp_path):
+    """A first start makes .venv and installs requirements.txt; the next one does neither
+    (here with a requirements file that installs nothing, to stay offline and quick)."""
+    layout = launcher.Layout(tmp_path)
+    layout.requirements.write_text("# nothing to install\n")
+    python = launcher.ensure_venv(layout)
+    assert python == launcher.venv_python(layout.venv) and python.exists()
+    (stamp,) = layout.venv.glob(".installed-*")
+    before = stamp.stat().st_mtime_ns
+    assert launcher.ensure_venv(layout) == python
+    assert stamp.stat().st_mtime_ns == before
+    layout.requirements.write_text("# changed: install again\n")
+    launcher.ensure_venv(layout)
+    assert len(list(layout.venv.glob(".installed-*"))) == 2
