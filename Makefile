@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PY := .venv/bin/python
 
-.PHONY: demo test quick setup setup-test generate lab self-check slides grade bench lint
+.PHONY: demo test quick setup setup-test generate lab self-check slides grade bench lint release
 
 demo: setup            ## set up, then grade the bundled demo class end to end
 	$(PY) -m autograder demo
@@ -26,6 +26,10 @@ generate: setup        ## rebuild notebooks/ and solutions/ from source/
 
 lab: setup             ## JupyterLab for students, on their working copy my-work/
 	$(PY) -m autograder lab
+
+release: setup          ## student edition (no answers) + solutions download, in release/
+	$(PY) -m autograder release --to release/student-edition --zip
+	$(PY) -m autograder release --to release/solutions --solutions --zip
 
 self-check: setup      ## every notebook's visible checks, as a progress table
 	$(PY) -m autograder self-check

@@ -59,6 +59,12 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.feedback.HideGraderMaterial",
 ]
+# Math in feedback pages and the formgrader reads the same offline: LaTeX in markdown becomes
+# MathML and no MathJax is loaded from a CDN (autograder/offline_math.py).
+from autograder.offline_math import configure as offline_math  # noqa: E402
+
+offline_math(c)
+
 # `python -m autograder grade` keeps its record of each graded submission here; nbgrader
 # leaves it out of feedback folders and releases (the other entries are nbgrader's defaults).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",

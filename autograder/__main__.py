@@ -53,6 +53,13 @@ def _slides(args: argparse.Namespace) -> int:
     return main(args.assignments or None, Path(args.out) if args.out else None)
 
 
+def _release(args: argparse.Namespace) -> int:
+    from .edition import release
+
+    return release(args.to, args.assignments or None, solutions=args.solutions, zip_=args.zip,
+                   git=args.git)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -89,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.add_argument("--out", help="output folder (default: slides/)")
     p.set_defaults(run=_slides)
+
+    p = sub.add_parser("release", help="write the student edition (no answers) to a folder")
+    p.add_argument("assignments", nargs="*", help="only these (default: all)")
+    p.add_argument("--to", required=True, help="the folder to write (empty, or a release)")
+    p.add_argument("--solutions", action="store_true",
+                   help="write the self-learners' solutions download instead")
+    p.add_argument("--zip", action="store_true", help="also write the folder as FOLDER.zip")
+    p.add_argument("--git", action="store_true", help="commit the release in FOLDER's git repo")
+    p.set_defaults(run=_release)
 
     return parser
 

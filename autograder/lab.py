@@ -10,66 +10,50 @@ config path (``JUPYTER_CONFIG_PATH``), which applies to this server only:
 
 - nbgrader's instructor tools are off: the formgrader, the "Create Assignment" cell
   toolbar, the course and assignment lists (and their server routes), and the Nbgrader menu;
-- nbgrader's **Validate** button stays (server extension ``validate_assignment``);
-- JupyterLab's "news" pop-up is off.
+- nbgrader's **Validate** button stays (server extension ``validate_assignment``), with
+  the time limit per cell in ``nbgrader_config.json``;
+- JupyterLab's "news" pop-up is off; Markdown files open rendered (``settings/``), and
+  the server opens on the start page, ``START-HERE.md`` (``source/.shared/``).
+
+The student edition (``python -m autograder release``) ships the same launcher as
+``lab.py`` (``autograder/launcher.py``) and these settings as ``jupyter/``.
 
 An instructor's own ``jupyter lab`` is unaffected.
 """
 
 from __future__ import annotations
 
-import filecmp
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from .course import NOTEBOOKS, ROOT, venv_path
+from . import launcher
+from .course import NOTEBOOKS, ROOT, SHARED, venv_path
 
 WORK = ROOT / "my-work"
 LAB_CONFIG = Path(__file__).resolve().parent / "student_lab"
-SKIP = (".ipynb_checkpoints", "__pycache__")
+START_PAGE = SHARED / launcher.START_PAGE  # the start page JupyterLab opens on
+SKIP = launcher.SKIP
 
 
-def seed(work: Path = WORK, release: Path = NOTEBOOKS) -> list[str]:
-    """Copy what ``work`` lacks from ``release``; return what changed (relative paths).
-
-    Notebooks already in ``work`` are kept as they are; other files (the course's helper
-    module) are replaced when the course's copy differs.
+def seed(work: Path = WORK, release: Path = NOTEBOOKS, start_page: Path | None = None
+         ) -> list[str]:
+    """Copy what ``work`` lacks from ``release`` (and the start page, if given); return what
+    changed (relative paths). Notebooks already in ``work`` are kept as they are; other
+    files (the course's helper module, the start page) are replaced when the course's copy
+    differs. The student edition's ``lab.py`` does the same (``autograder/launcher.py``).
     """
-    changed = []
-    for lesson in sorted(p for p in release.iterdir() if p.is_dir() and p.name not in SKIP):
-        if lesson.name.startswith("."):
-            continue
-        for src in sorted(p for p in lesson.iterdir() if p.is_file()):
-            dest = work / lesson.name / src.name
-            if dest.exists() and (src.suffix == ".ipynb" or filecmp.cmp(src, dest, False)):
-                continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest)
-            changed.append(f"{lesson.name}/{src.name}")
-    return changed
+    return launcher.seed(work, release, start_page)
 
 
 def lab_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for the students' server: the student settings come first on
     JUPYTER_CONFIG_PATH, and this Python's bin/ first on PATH."""
-    env = dict(os.environ if base is None else base)
-    paths = [str(LAB_CONFIG), *filter(None, env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
-    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
-    return env
+    return launcher.lab_env(LAB_CONFIG, base)
 
 
 def lab_command(work: Path = WORK, extra: list[str] | None = None) -> list[str]:
-    return [
-        sys.executable, "-m", "jupyterlab",
-        f"--ServerApp.root_dir={work}",
-        "--ServerApp.ip=127.0.0.1",
-        *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-        *(extra or []),
-    ]
+    return launcher.lab_command(work, LAB_CONFIG, extra)
 
 
 def lab(work: Path | None = None, extra: list[str] | None = None) -> int:
@@ -78,14 +62,14 @@ def lab(work: Path | None = None, extra: list[str] | None = None) -> int:
     if not NOTEBOOKS.is_dir():
         print(f"no {NOTEBOOKS}: run `make generate` first")
         return 1
-    changed = seed(work)
+    changed = seed(work, NOTEBOOKS, START_PAGE)
     where = work.relative_to(ROOT) if work.is_relative_to(ROOT) else work
     for path in changed:
         if path.endswith(".ipynb"):
             print(f"new lesson notebook: {where}/{path}")
     helpers = [p for p in changed if not p.endswith(".ipynb")]
     if helpers:
-        print(f"course helper files copied or updated in {where}/: {len(helpers)}")
+        print(f"course files copied or updated in {where}/: {len(helpers)}")
     print(f"Your notebooks are in {where}/ (your answers there are never overwritten).")
     venv_path()
     # cwd = the course root, so that Validate reads the course's nbgrader_config.py

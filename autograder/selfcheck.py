@@ -1,8 +1,10 @@
 """``python -m autograder self-check [FOLDER]``: the students' progress table, in a terminal.
 
-The same table as the ``self_check()`` cell at the end of every lesson notebook (both come
-from ``coursekit``): each notebook in FOLDER's lesson folders runs in a fresh kernel, as
-saved, and every check cell gets a row with ✓ or ✗ and the first failure's message.
+The thorough version of the ``self_check()`` cell at the end of every lesson notebook (both
+come from ``coursekit``): each notebook in FOLDER's lesson folders runs in a fresh kernel,
+as saved, and every check cell gets a row with ✓ or ✗ and the first failure's message.
+(The notebook cell is quicker: it runs the notebook in hand's checks again in its own
+kernel and gives every other lesson one line from its saved outputs.)
 FOLDER defaults to ``my-work/`` (the students' working copy, see ``autograder lab``) when it
 exists, else ``notebooks/``. Exit code: 0 when every visible check passes, 1 when one fails,
 2 when FOLDER holds no lesson notebooks.

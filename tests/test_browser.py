@@ -1,10 +1,14 @@
-"""The students' JupyterLab, driven in headless Chromium.
+"""The students' JupyterLab, driven in headless Chromium, as the student edition runs it.
 
-A real ``jupyter lab`` (started exactly as ``python -m autograder lab`` starts it, with the
-student settings) serves a scratch folder on 127.0.0.1. Every lesson, filled with its
-solution, must run top to bottom with no error output, show its graph drawings (SVG) and
-plots (images), print every visible check's success line and a self-check table of ✓.
-A blank lesson must show each check's one-line failure. Screenshots are saved in the
+The student edition (``python -m autograder release``) is built into a scratch folder and
+its own ``lab.py`` seeds ``my-work/`` and gives the ``jupyter lab`` command and settings
+(on 127.0.0.1, no token), with the edition's folder as the working directory, so nothing
+of the instructor's course is in reach. The start page must show first. Every lesson,
+filled with its solution, must run top to bottom with no error output, show its graph
+drawings (SVG, none wider than its output area) and plots (images), print every visible
+check's success line, and end with a short self-check: this lesson's exercises, one line
+per other lesson (its time is printed, not asserted). A blank lesson must show each
+check's one-line failure; Validate must work. Screenshots are saved in the
 ``screenshots`` folder of the run's pytest temporary directory (the path is printed).
 
 Chromium is Debian's (/usr/bin/chromium, ``scripts/setup --test`` installs it); requests
@@ -14,6 +18,7 @@ to anything but the local server are blocked, so the lab must work offline.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -27,9 +32,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS
+from helpers import NOTEBOOKS, SOLUTIONS
 
-from autograder import lab
+from autograder import edition, lab
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -92,13 +97,21 @@ def solved_notebooks(name: str) -> list[Path]:
     return sorted((SOLUTIONS / name).glob("*.ipynb"))
 
 
+def load_launcher(path: Path):
+    spec = importlib.util.spec_from_file_location("_edition_lab", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """(base URL, screenshot folder) of a student JupyterLab on 127.0.0.1.
+    """(base URL, screenshot folder) of a student JupyterLab on 127.0.0.1, started the way
+    the student edition's ``lab.py`` starts it.
 
-    The root holds ``<lesson>-solved/<lesson>/`` for every lesson (a release folder with
-    the solution notebooks in it) and ``blank/<first lesson>/``. Each course folder holds
-    a single lesson, so each notebook's final self-check runs one notebook only.
+    ``my-work/`` holds the seeded blank lessons and the start page, and ``solved/``: every
+    lesson with its solution notebook (the solutions are executed and saved, so each
+    lesson's self-check reads the others as done).
     """
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
@@ -106,19 +119,22 @@ def served(tmp_path_factory):
         pytest.skip("needs Debian's chromium (scripts/setup --test)")
     pytest.importorskip("playwright")
     base = tmp_path_factory.mktemp("lab")
-    root = base / "root"
+    student = base / "student-edition"
+    edition.build_student_edition(student)
+    launcher = load_launcher(student / "lab.py")
+    layout = launcher.Layout(student)
+    launcher.seed(layout.work, layout.lessons, layout.start_page)
     for name in LESSONS:
-        dest = root / f"{name}-solved" / name
-        shutil.copytree(NOTEBOOKS / name, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        dest = layout.work / "solved" / name
+        shutil.copytree(layout.lessons / name, dest)
         for solved in solved_notebooks(name):
             shutil.copy(solved, dest / solved.name)
-    shutil.copytree(NOTEBOOKS / LESSONS[0], root / "blank" / LESSONS[0])
     shots = tmp_path_factory.mktemp("screenshots")
     settings = base / "lab-settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)  # every cell in the page, so the test can read them all
     (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
 
-    env = lab.lab_env()
+    env = launcher.lab_env(layout.config)
     env.pop("COURSEKIT_NO_SELF_CHECK", None)
     env.update(
         JUPYTERLAB_SETTINGS_DIR=str(base / "lab-settings"),
@@ -127,13 +143,13 @@ def served(tmp_path_factory):
         IPYTHONDIR=str(base / "ipython"),
     )
     port = free_port()
-    cmd = lab.lab_command(root, [
+    cmd = launcher.lab_command(layout.work, layout.config, [
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--no-browser",
         "--IdentityProvider.token=", "--ServerApp.password=",  # 127.0.0.1 only
     ])
     log = (base / "server.log").open("w")
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+    server = subprocess.Popen(cmd, cwd=student, env=env, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -242,6 +258,66 @@ def check_cell_count(notebooks: list[Path]) -> int:
     )
 
 
+def run_last_cell(page) -> float:
+    """Run the notebook's last cell on its own (the self-check); the seconds it took."""
+    page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-editor >> nth=-1").click()
+    start = time.perf_counter()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_timeout(50)  # the run request is on its way; the kernel is then busy
+    wait_idle(page)
+    return time.perf_counter() - start
+
+
+def self_check_lines(cells: list[dict]) -> list[str]:
+    (last,) = [c for c in cells if c["source"].strip().endswith("self_check()")][-1:]
+    return "\n".join(o["text"] for o in last["outputs"]).strip().splitlines()
+
+
+def svg_overflow(page) -> list[dict]:
+    """Each graph drawing's width (shown and natural) and its output area's width."""
+    return page.eval_on_selector_all(
+        '.jp-OutputArea-output[data-mime-type="image/svg+xml"]',
+        """outs => outs.map(o => {
+            const img = o.querySelector('img, svg');
+            const area = o.closest('.jp-OutputArea-child') ?? o;
+            return {shown: img.getBoundingClientRect().width,
+                    natural: img.naturalWidth ?? img.getBoundingClientRect().width,
+                    area: o.clientWidth, scroll: o.scrollWidth,
+                    child: area.getBoundingClientRect().width};
+        })""",
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_jupyterlab_opens_on_the_start_page(served, browser_context):
+    url, shots = served
+    context, outside = browser_context
+    page = context.new_page()
+    try:
+        page.goto(f"{url}/")  # where the launcher sends the browser
+        shown = page.locator(".jp-RenderedMarkdown h1:has-text('Start here')")
+        shown.wait_for()
+        page.screenshot(path=str(shots / "start-page.png"))
+        assert "START-HERE.md" in page.url
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+        assert "START-HERE.md" in tab.inner_text()
+        links = page.locator(".jp-RenderedMarkdown a").evaluate_all(
+            "as => as.map(a => a.getAttribute('href'))")
+        for name in LESSONS:
+            assert any(link and f"/{name}/" in link for link in links), links
+        text = page.locator(".jp-RenderedMarkdown").first.inner_text()
+        assert "Validate" in text and "self_check()" in text
+        # the lessons' first link opens lesson 1
+        page.locator(f".jp-RenderedMarkdown a:has-text('{LESSONS[0]}/')").first.click()
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        assert LESSONS[0] not in page.url or "/lab/" in page.url  # opened inside the lab
+        assert not outside, f"the lab tried to reach the network: {outside[:5]}"
+    finally:
+        page.close()
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.xdist_group("browser")
@@ -255,7 +331,7 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
     if not notebooks:
         pytest.skip(f"no solutions/{name}: run make generate")
     for nb_path in notebooks:
-        page = open_notebook(context, url, f"{name}-solved/{name}/{nb_path.name}")
+        page = open_notebook(context, url, f"solved/{name}/{nb_path.name}")
         try:
             run_menu(page, "Run All Cells")
             with contextlib.suppress(PlaywrightTimeout):  # it may be done already
@@ -282,6 +358,9 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
                     items.first.scroll_into_view_if_needed()
                     assert items.first.bounding_box()["height"] > 20, f"{kind} has no size"
                     items.first.screenshot(path=str(shots / f"{name}-{nb_path.stem}-{kind}.png"))
+            for i, size in enumerate(svg_overflow(page)):  # no graph is clipped
+                print(f"{name} graph {i}: {size['natural']:.0f} px in {size['area']} px")
+                assert size["natural"] <= size["area"] and size["scroll"] <= size["area"], size
 
             # each check cell prints its success line, a line starting with ✓
             source = nbformat.read(nb_path, as_version=4)
@@ -292,10 +371,21 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
                 shown = "\n".join(o["text"] for o in cell["outputs"])
                 if is_check:
                     assert re.search(r"^✓ ", shown, re.M), f"no ✓ line: {cell['source'][:80]}"
-            text = "\n".join(o["text"] for c in cells for o in c["outputs"])
-            n = sum(graded)
-            if "self_check()" in cells[-1]["source"]:  # test_selfcheck requires that cell
-                assert f"{n} of {n} exercises pass their visible checks." in text, text[-800:]
+
+            # the self-check: this lesson's exercises, then one line per other lesson
+            n, total = sum(graded), check_cell_count(
+                [p for lesson in LESSONS for p in solved_notebooks(lesson)])
+            lines = self_check_lines(cells)
+            assert lines[0] == f"{name} (this notebook, run again now): {n} of {n} pass", lines
+            assert all(line.startswith("  ✓ ") for line in lines[1 : n + 1]), lines
+            others = [line.split()[0] for line in lines[n + 2 : n + 1 + len(LESSONS)]]
+            assert others == [lesson for lesson in LESSONS if lesson != name], lines
+            assert f"Course: {total} of {total} exercises pass their visible checks." in lines
+            assert len(lines) == n + len(LESSONS) + 3 and max(map(len, lines)) < 90
+            seconds = run_last_cell(page)
+            print(f"\n{name}: self-check cell alone, after Run All: {seconds:.2f} s "
+                  f"({len(lines)} lines)")
+            assert self_check_lines(code_cells(page)) == lines
             assert not outside, f"the lab tried to reach the network: {outside[:5]}"
         finally:
             page.close()
@@ -305,11 +395,12 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
 @pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 def test_student_lab_has_validate_and_no_instructor_tools(served, browser_context):
+    """Validate works in the student edition: no course, no nbgrader_config.py."""
     url, shots = served
     context, _ = browser_context
     name = LESSONS[0]
     (nb_path,) = solved_notebooks(name)[:1]
-    page = open_notebook(context, url, f"{name}-solved/{name}/{nb_path.name}")
+    page = open_notebook(context, url, f"solved/{name}/{nb_path.name}")
     try:
         menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
         assert "Run" in menus and "Nbgrader" not in menus
@@ -338,7 +429,7 @@ def test_blank_lesson_shows_one_line_failures(served, browser_context):
     context, _ = browser_context
     name = LESSONS[0]
     (nb_path,) = sorted((NOTEBOOKS / name).glob("*.ipynb"))[:1]
-    page = open_notebook(context, url, f"blank/{name}/{nb_path.name}")
+    page = open_notebook(context, url, f"{name}/{nb_path.name}")  # my-work/, as seeded
     try:
         # Run All stops at the first error, as it would for a student: run cell by cell.
         page.click(".jp-Notebook .jp-Cell >> nth=0")
@@ -359,9 +450,15 @@ def test_blank_lesson_shows_one_line_failures(served, browser_context):
             assert len(lines) == 1 and lines[0].startswith("✗ "), errors[0][:500]
             assert len(lines[0]) < 90
         page.locator(f"{ERROR_OUTPUT} >> nth=0").screenshot(path=str(shots / "blank-check.png"))
-        (last,) = [c for c in cells if c["source"].strip().endswith("self_check()")]
-        table = "\n".join(o["text"] for o in last["outputs"])
-        assert f"0 of {len(checks)} exercises pass" in table, table
-        assert table.count("✗") == len(checks)
+        lines = self_check_lines(cells)
+        n = len(checks)
+        assert lines[0] == f"{name} (this notebook, run again now): 0 of {n} pass", lines
+        assert [line.split()[0] for line in lines[1 : n + 1]] == ["✗"] * n
+        assert all(line.endswith("not written yet") for line in lines[1 : n + 1]), lines
+        others = lines[n + 2 : -1]
+        assert [line.split(maxsplit=1) for line in others] == [
+            [lesson, "not started"] for lesson in LESSONS[1:]], lines
+        seconds = run_last_cell(page)
+        print(f"\nblank {name}: self-check cell alone: {seconds:.2f} s ({len(lines)} lines)")
     finally:
         page.close()

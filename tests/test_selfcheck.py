@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import subprocess
 import sys
+import time
+import types
 
 import nbformat
 import pytest
@@ -42,10 +46,10 @@ def rows(stdout: str) -> list[str]:
     return [line.strip() for line in stdout.splitlines() if line.lstrip()[:1] in ("✓", "✗")]
 
 
-def check_cells(folder) -> int:
+def check_cells(folder, pattern: str = "*/*.ipynb") -> int:
     return sum(
         bool(c.metadata.get("nbgrader", {}).get("grade"))
-        for path in folder.glob("*/*.ipynb")
+        for path in folder.glob(pattern)
         for c in nbformat.read(path, as_version=4).cells
     )
 
@@ -67,6 +71,7 @@ def solved_copy(tmp_path):
         if not solved.exists():
             pytest.skip(f"no solutions/{path.parent.name}/{path.name}: run make generate")
         shutil.copy(solved, path)
+        shutil.copy(SHARED, path.parent / "coursekit.py")  # this session's coursekit
     return work
 
 
@@ -114,12 +119,162 @@ def test_self_check_outside_a_course_says_so_in_one_line(tmp_path, monkeypatch, 
     assert out.err == ""
 
 
-def test_self_check_without_nbclient_says_how_to_install(monkeypatch, capsys):
+def test_full_self_check_without_nbclient_says_how_to_install(monkeypatch, capsys):
     kit = load_coursekit()
     monkeypatch.delenv("COURSEKIT_NO_SELF_CHECK", raising=False)
     monkeypatch.setitem(sys.modules, "nbclient", None)  # import nbclient -> ImportError
-    kit.self_check()
+    kit.self_check(full=True)
     assert "pip install nbclient" in capsys.readouterr().out
+
+
+# ---- the quick self-check: this notebook's checks again, other lessons one line each ---
+
+
+class FakeShell:
+    """What self_check reads from IPython: the cells run so far, and their namespace."""
+
+    def __init__(self):
+        self.user_ns: dict = {"__name__": "__main__"}
+        self.history_manager = types.SimpleNamespace(input_hist_raw=[""], hist_file="h.db")
+
+    def run(self, cell_source: str) -> bool:
+        """Run a cell as a kernel would; False if it raised."""
+        self.history_manager.input_hist_raw.append(cell_source)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(cell_source, "<cell>", "exec"), self.user_ns)
+        except Exception:
+            return False
+        return True
+
+
+def run_like_run_all(shell: FakeShell, path, monkeypatch) -> None:
+    """Run the notebook's code cells in order, stopping at the first error (as Run All
+    does), except the final self-check cell; in the lesson folder, with its coursekit."""
+    monkeypatch.chdir(path.parent)
+    monkeypatch.syspath_prepend(str(path.parent))
+    monkeypatch.delitem(sys.modules, "coursekit", raising=False)
+    code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    for cell in code[:-1]:
+        if not shell.run(cell.source):
+            break
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A student's course folder: the blank release, with this session's coursekit."""
+    work = tmp_path / "my-work"
+    shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for lesson in lessons():
+        shutil.copy(SHARED, work / lesson / "coursekit.py")
+    return work
+
+
+def quick_check(kit, shell, monkeypatch) -> list[str]:
+    monkeypatch.delenv("COURSEKIT_NO_SELF_CHECK", raising=False)
+    monkeypatch.setattr(kit, "_shell", lambda: shell)
+    lines: list[str] = []
+    kit.self_check_overview(show=lines.append)
+    return lines
+
+
+def test_quick_self_check_of_a_solved_lesson(course, monkeypatch):
+    first = lessons()[0]
+    path = next((course / first).glob("*.ipynb"))
+    shutil.copy(SOLUTIONS / first / path.name, path)
+    kit, shell = load_coursekit(), FakeShell()
+    run_like_run_all(shell, path, monkeypatch)
+    start = time.perf_counter()
+    lines = quick_check(kit, shell, monkeypatch)
+    print(f"quick self-check of solved {first}: {time.perf_counter() - start:.3f} s")
+    n = check_cells(course / first, "*.ipynb")
+    assert lines[0] == f"{first} (this notebook, run again now): {n} of {n} pass", lines
+    assert all(line.startswith("  ✓ ") for line in lines[1 : n + 1]), lines
+    others = lines[n + 2 : -1]
+    assert lines[n + 1] == "Other lessons, as last saved:"
+    assert [line.split() for line in others] == [
+        [name, "not", "started"] for name in lessons()[1:]
+    ], lines
+    assert lines[-1] == f"Course: {n} of {check_cells(course)} exercises pass their visible checks."
+    assert all(len(line) < 90 for line in lines)
+
+
+def test_quick_self_check_of_a_lesson_stopped_at_its_first_failing_check(course, monkeypatch):
+    first = lessons()[0]
+    path = next((course / first).glob("*.ipynb"))
+    kit, shell = load_coursekit(), FakeShell()
+    run_like_run_all(shell, path, monkeypatch)  # stops at the first check cell
+    lines = quick_check(kit, shell, monkeypatch)
+    table = rows("\n".join(lines))
+    assert table[0].startswith("✗ ") and table[0].endswith("not written yet")
+    assert all(line.startswith("✗ ") and line.endswith("not run yet") for line in table[1:])
+    assert len(table) == check_cells(course / first, "*.ipynb")
+
+
+def test_quick_self_check_before_the_cells_ran_reads_the_saved_notebook(course, monkeypatch):
+    second = lessons()[1]
+    path = next((course / second).glob("*.ipynb"))
+    shutil.copy(SOLUTIONS / second / path.name, path)  # executed and saved, all ✓
+    kit, shell = load_coursekit(), FakeShell()
+    monkeypatch.chdir(path.parent)
+    lines = quick_check(kit, shell, monkeypatch)
+    n = check_cells(course / second, "*.ipynb")
+    assert lines[0] == f"{second} (this notebook, as last saved: run its cells first): " \
+        f"{n} of {n} pass", lines
+
+
+def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch):
+    first, second = lessons()[:2]
+    path = next((course / second).glob("*.ipynb"))
+    nb = nbformat.read(SOLUTIONS / second / path.name, as_version=4)
+    checks = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    checks[0].outputs = [nbformat.v4.new_output(
+        "error", ename="CheckFailed", evalue="x.grad: expected 1, got 0.", traceback=[])]
+    checks[1].outputs, checks[1].execution_count = [], None
+    nbformat.write(nb, path)
+    kit = load_coursekit()
+    monkeypatch.chdir(course)  # no notebook in hand: every lesson gets one line
+    lines = quick_check(kit, FakeShell(), monkeypatch)
+    n = len(checks)
+    assert lines[0] == "Lessons, as last saved:"
+    assert lines[1].split() == [first, "not", "started"]
+    assert lines[2].split() == [second, f"{n - 2}/{n}", "✓,", "1", "✗"], lines
+    assert len(lines) == len(lessons()) + 2
+
+
+def test_a_check_that_loops_forever_is_stopped(monkeypatch):
+    kit = load_coursekit()
+    monkeypatch.setattr(kit, "CHECK_SECONDS", 0.2)
+    ok, message = kit._run_check("while True:\n    pass", {})
+    assert not ok and "did not finish in time" in message
+
+
+def test_rows_keep_columns_aligned_and_short():
+    kit = load_coursekit()
+    long_message = "d(a * b + c)/da at a=1, b=2, c=3: expected 2, got 3. " * 3
+    results = [("q1", True, ""), ("topological_order", False, "not run yet"),
+               ("a_very_long_exercise_name_indeed", False, long_message),
+               ("zero_grad", False, long_message)]
+    lines = kit._rows(results)
+    assert all(len(line) < 90 for line in lines), lines
+    column = lines[1].index("not run yet")
+    messages = [line for line in lines if not line.lstrip().startswith(("✓", "✗"))]
+    assert messages and all(len(line) - len(line.lstrip()) == column for line in messages)
+    (zero,) = [line for line in lines if "✗ zero_grad" in line]
+    assert zero.index("d(a") == column
+
+
+def test_exception_text_in_check_messages_is_not_cut_short():
+    kit = load_coursekit()
+
+    def broken():
+        raise ValueError("the learning rate must be a positive number below 10, got -0.5 here")
+
+    with pytest.raises(kit.CheckFailed) as info:
+        kit.call(broken)
+    text = str(info.value)
+    assert "got -0.5 here" in " ".join(text.split())
+    assert all(len(line) < 90 for line in text.splitlines())
 
 
 def test_cli_on_an_empty_folder_exits_2(tmp_path):
@@ -150,13 +305,20 @@ def test_self_check_skips_in_a_kernel_run_by_nbclient(tmp_path):
 
 
 @pytest.mark.slow
-def test_self_check_cell_in_an_interactive_kernel_prints_the_table(solved_copy, tmp_path):
-    """What a student sees: the cell run in a JupyterLab-like kernel, in a lesson folder."""
+def test_self_check_cell_in_an_interactive_kernel_is_quick_and_short(solved_copy, tmp_path):
+    """What a student sees: the solved lesson run cell by cell in a JupyterLab-like kernel
+    (a history file, the notebook's path in JPY_SESSION_NAME), then the self-check cell:
+    a line per exercise of this lesson, all ✓, and one line for each other lesson."""
     from jupyter_client.manager import start_new_kernel
 
-    lesson = solved_copy / lessons()[0]
-    env = dict(student_env(), IPYTHONDIR=str(tmp_path / "ipython"))
+    first = lessons()[0]
+    lesson = solved_copy / first
+    (path,) = lesson.glob("*.ipynb")
+    env = dict(student_env(), IPYTHONDIR=str(tmp_path / "ipython"),
+               JPY_SESSION_NAME=str(path))
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(lesson), env=env)
+    code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert code[-1].strip() == SELF_CHECK_CELL
     streams: dict[str, str] = {"stdout": "", "stderr": ""}
     errors = []
 
@@ -167,15 +329,28 @@ def test_self_check_cell_in_an_interactive_kernel_prints_the_table(solved_copy, 
             errors.append(msg["content"])
 
     try:
+        for source in code[:-1]:
+            kc.execute_interactive(source, timeout=600)
+        start = time.perf_counter()
         kc.execute_interactive(SELF_CHECK_CELL, output_hook=on_output, timeout=600)
+        seconds = time.perf_counter() - start
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+    print(f"\nself-check cell after Run All of the solved {first}: {seconds:.2f} s")
     assert not errors and streams["stderr"] == ""
-    table = rows(streams["stdout"])
-    assert table and all(line.startswith("✓") for line in table), streams["stdout"]
-    assert len(table) == check_cells(solved_copy)
-    assert "exercises pass their visible checks" in streams["stdout"]
+    lines = streams["stdout"].splitlines()
+    n = check_cells(lesson, "*.ipynb")
+    assert lines[0] == f"{first} (this notebook, run again now): {n} of {n} pass", lines
+    assert len(rows(streams["stdout"])) == n and all(r.startswith("✓") for r in rows(
+        streams["stdout"]))
+    others = [line.split()[0] for line in lines[n + 2 : n + 1 + len(lessons())]]
+    assert others == lessons()[1:], lines  # one line per other lesson
+    assert lines[n + 1 + len(lessons()):] == [
+        f"Course: {check_cells(solved_copy)} of {check_cells(solved_copy)} exercises pass "
+        "their visible checks.",
+        "Well done! The hidden tests will try more cases when your work is graded."]
+    assert all(len(line) < 90 for line in lines)
 
 
 @pytest.mark.slow

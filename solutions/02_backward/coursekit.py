@@ -42,11 +42,24 @@ def _num(x: object) -> str:
     return repr(x) if len(repr(x)) < 40 else repr(x)[:37] + "..."
 
 
-def _error(exc: BaseException) -> str:
+def _error(exc: BaseException, width: int | None = None) -> str:
+    """The exception's name and the first line of its message, cut to ``width``."""
     if isinstance(exc, NotImplementedError):
         return "NotImplementedError (not written yet)"
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text if len(text) < 60 else text[:57] + "..."
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
+
+
+def _fit(message: str, width: int = 86, most: int = 3) -> str:
+    """``message`` wrapped into at most ``most`` lines of ``width`` characters."""
+    import textwrap
+
+    lines = textwrap.wrap(message, width, break_long_words=True) or [message]
+    if len(lines) > most:
+        rest = " ".join(lines[most - 1:])
+        lines = [*lines[: most - 1], rest[: width - 3] + "..."]
+    return "\n".join(lines)
 
 
 def expect(condition: object, message: str) -> None:
@@ -76,7 +89,7 @@ def call(fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs)
     except Exception as exc:
         name = getattr(fn, "__name__", "your function")
-        raise CheckFailed(f"{name} raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"{name} raised {_error(exc)}")) from None
 
 
 def passed(what: str) -> None:
@@ -146,12 +159,12 @@ def check(
     try:
         names = {k: Value(v) for k, v in inputs.items()}
     except Exception as exc:
-        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"Value(...) raised {_error(exc)}")) from None
     where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
     try:
         out = eval(expression, {"math": math}, dict(names))
     except Exception as exc:
-        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"{expression} raised {_error(exc)}")) from None
     got = getattr(out, "data", out)
     expect(
         is_close(got, data),
@@ -162,7 +175,7 @@ def check(
     try:
         (backprop or _backpropagate)(out)
     except Exception as exc:
-        raise CheckFailed(f"backpropagating {expression} raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"backpropagating {expression} raised {_error(exc)}")) from None
     for name, want in grads.items():
         g = names[name].grad
         expect(
@@ -185,7 +198,7 @@ def check_raises(
     try:
         names = {k: Value(v) for k, v in inputs.items()}
     except Exception as exc:
-        raise CheckFailed(f"Value(...) raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"Value(...) raised {_error(exc)}")) from None
     where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
     try:
         out = eval(expression, {"math": math}, dict(names))
@@ -197,10 +210,10 @@ def check_raises(
         )
         return
     except NotImplementedError as exc:
-        raise CheckFailed(f"{expression} raised {_error(exc)}") from None
+        raise CheckFailed(_fit(f"{expression} raised {_error(exc)}")) from None
     except Exception as exc:
         raise CheckFailed(
-            f"{expression} at {where} should raise {error.__name__}, not\n{_error(exc)}."
+            f"{expression} at {where} should raise {error.__name__}, not\n{_error(exc, 86)}."
         ) from None
     got = getattr(out, "data", out)
     raise CheckFailed(
@@ -218,15 +231,21 @@ DOT_MISSING = (
 )
 
 
+GRAPH_SIZE = "9.5,12"  # inches: a larger drawing is scaled down to fit a notebook's width
+
+
 def draw_graph(root, rankdir: str = "LR"):
     """Draw every node ``root`` depends on: a box per Value (label, data, grad) and a
-    circle per operation. Returns an SVG that Jupyter shows inline."""
+    circle per operation. Returns an SVG that Jupyter shows inline, at most 9.5 inches
+    (912 pixels) wide."""
     try:
         import graphviz
     except ImportError:
         print("Drawing needs the graphviz Python package: pip install graphviz")
         return None
-    dot = graphviz.Digraph(graph_attr={"rankdir": rankdir}, node_attr={"fontsize": "11"})
+    dot = graphviz.Digraph(
+        graph_attr={"rankdir": rankdir, "size": GRAPH_SIZE}, node_attr={"fontsize": "11"}
+    )
     for node in graph_nodes(root):
         uid = str(id(node))
         label = getattr(node, "label", "") or ""
@@ -249,10 +268,18 @@ def draw_graph(root, rankdir: str = "LR"):
     return SVG(svg)
 
 
-# ---- self-check: the visible checks of every notebook, as a progress table -------------
+# ---- self-check: your progress through the course ---------------------------------------
+#
+# self_check() (the last cell of every lesson) is quick: it runs the check cells of the
+# notebook in hand again, in this kernel, and gives every other lesson one line from what
+# its saved notebook shows. self_check_table() runs every notebook afresh, as saved: the
+# thorough version, for a terminal (`python lab.py --check` in the student edition).
 
 SKIP_SELF_CHECK = "COURSEKIT_NO_SELF_CHECK"  # set while grading or generating: do nothing
 WIDTH = 89  # no printed line is longer (students read them in a notebook)
+NAME_COLUMN = 22  # exercise names up to this long keep the messages in one column
+CHECK_SECONDS = 20  # a re-run check cell that takes longer is stopped (an endless loop?)
+NOT_RUN = "not run yet"
 
 
 def _running_unattended() -> bool:
@@ -265,13 +292,17 @@ def _running_unattended() -> bool:
 
     if os.environ.get(SKIP_SELF_CHECK):
         return True
+    shell = _shell()
+    history = getattr(shell, "history_manager", None)
+    return str(getattr(history, "hist_file", "")) == ":memory:"
+
+
+def _shell():
     try:
         from IPython import get_ipython
     except ImportError:
-        return False
-    shell = get_ipython()
-    history = getattr(shell, "history_manager", None)
-    return str(getattr(history, "hist_file", "")) == ":memory:"
+        return None
+    return get_ipython()
 
 
 def _course_folder(folder=None):
@@ -293,27 +324,98 @@ def _lessons(course) -> list:
     )
 
 
+def _plan(course) -> list:
+    """(name, notebook path) for every notebook of every lesson folder in ``course``."""
+    plan = []
+    for lesson in _lessons(course):
+        paths = sorted(lesson.glob("*.ipynb"))
+        plan += [(lesson.name if len(paths) == 1 else f"{lesson.name}/{p.stem}", p) for p in paths]
+    return plan
+
+
 def _first_line(text: str, width: int) -> str:
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     line = lines[0] if lines else ""
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def _failure(output) -> str:
-    """One line for an error output: its message, or its name when the message is empty."""
+def _failure(ename: str, evalue: str) -> str:
+    """One line for an error: its message, or its name when the message is empty."""
     import re
 
-    if output.ename in ("CellTimeoutError", "KeyboardInterrupt", "DeadKernelError"):
+    if ename in ("CellTimeoutError", "KeyboardInterrupt", "DeadKernelError", "_CheckTimeout"):
         return "did not finish in time (an endless loop?)"
-    if output.ename in ("CheckFailed", "GradingFailure"):
-        return _first_line(output.evalue, WIDTH)
-    message = re.sub(r"\x1b\[[0-9;]*m", "", f"{output.ename}: {output.evalue}".rstrip(": "))
-    return _first_line(message, WIDTH)
+    if ename == "NotImplementedError" or "raised NotImplementedError" in str(evalue):
+        return "not written yet"
+    if ename in ("CheckFailed", "GradingFailure"):
+        return _first_line(" ".join(str(evalue).split()), 200)
+    message = re.sub(r"\x1b\[[0-9;]*m", "", f"{ename}: {evalue}".rstrip(": "))
+    return _first_line(message, 200)
 
 
 def _exercise_name(cell) -> str:
     grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
     return grade_id.split("test_", 1)[-1]
+
+
+class _Node(dict):
+    """A notebook's JSON with attribute access, like nbformat's (without importing it:
+    that takes a second, and the quick self-check only reads)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _read(path) -> _Node:
+    import json
+
+    def node(value):
+        if isinstance(value, dict):
+            return _Node({k: node(v) for k, v in value.items()})
+        if isinstance(value, list):
+            return [node(v) for v in value]
+        return value
+
+    with open(path, encoding="utf-8") as f:
+        nb = node(json.load(f))
+    for cell in nb.get("cells", []):
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+        cell.setdefault("metadata", _Node())
+    return nb
+
+
+def _check_cells(nb) -> list:
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def _rows(results, indent: int = 2) -> list[str]:
+    """Aligned lines for (exercise, passed, message) results: ✓ or ✗, the name, and the
+    message in one column (on the next line, same column, after a very long name)."""
+    import textwrap
+
+    names = [name for name, _, _ in results]
+    width = min(max(map(len, names), default=0), NAME_COLUMN)
+    column = indent + 2 + width + 2
+    lines = []
+    for name, ok, message in results:
+        head = f"{' ' * indent}{'✓' if ok else '✗'} {name}"
+        if not message:
+            lines.append(head)
+            continue
+        text = textwrap.wrap(message, WIDTH - column, break_long_words=True) or [""]
+        if len(text) > 2:
+            text = [text[0], _first_line(" ".join(text[1:]), WIDTH - column)]
+        if len(head) + 2 <= column:
+            lines.append(f"{head:<{column}}{text[0]}")
+            text = text[1:]
+        else:
+            lines.append(head)
+        lines += [" " * column + part for part in text]
+    return lines
 
 
 def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
@@ -327,7 +429,7 @@ def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    tests = _check_cells(nb)
     log = logging.getLogger("coursekit.self_check")
     log.propagate = False
     log.addHandler(logging.NullHandler())
@@ -339,7 +441,7 @@ def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
     try:
         client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except Exception as exc:  # the kernel died or never started: report it, carry on
-        problem = _first_line(f"could not run: {type(exc).__name__}: {exc}", WIDTH)
+        problem = _first_line(f"could not run: {type(exc).__name__}: {exc}", 200)
         return [(_exercise_name(c), False, problem) for c in tests] or [("-", False, problem)]
     results = []
     for cell in tests:
@@ -347,20 +449,154 @@ def visible_checks(path, timeout: int = 60) -> list[tuple[str, bool, str]]:
         if cell.get("execution_count") is None and not errors:
             results.append((_exercise_name(cell), False, "did not run"))
         else:
-            message = _failure(errors[0]) if errors else ""
+            message = _failure(errors[0].ename, errors[0].evalue) if errors else ""
             results.append((_exercise_name(cell), not errors, message))
     return results
 
 
-def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
-    """Run the visible checks of every lesson folder in ``folder`` (default: the folder
-    around the current lesson) and show them, a notebook at a time; return the rows
-    (notebook, exercise, passed, first failure message)."""
+def saved_results(path) -> list[tuple[str, bool | None, str]]:
+    """(exercise, passed, message) for each check cell, from the outputs saved in the
+    notebook at ``path`` (passed is None for a check cell that has not run)."""
+    try:
+        nb = _read(path)
+    except Exception as exc:
+        return [("-", False, _first_line(f"could not read: {type(exc).__name__}: {exc}", 200))]
+    results = []
+    for cell in _check_cells(nb):
+        outputs = cell.get("outputs", [])
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        if errors:
+            error = errors[0]
+            results.append((_exercise_name(cell), False,
+                            _failure(error.get("ename", ""), error.get("evalue", ""))))
+        elif cell.get("execution_count") is None and not outputs:
+            results.append((_exercise_name(cell), None, NOT_RUN))
+        else:
+            results.append((_exercise_name(cell), True, ""))
+    return results
+
+
+class _CheckTimeout(Exception):
+    pass
+
+
+def _run_check(source: str, namespace: dict) -> tuple[bool, str]:
+    """Run one check cell's code in ``namespace``, quietly: (passed, failure message)."""
+    import contextlib
+    import io
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        raise _CheckTimeout()
+
+    timed = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if timed:
+        previous = signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exec(compile(source, "<check cell>", "exec"), namespace)
+    except Exception as exc:
+        return False, _failure(type(exc).__name__, str(exc))
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return True, ""
+
+
+def live_results(path, shell=None) -> list[tuple[str, bool | None, str]] | None:
+    """(exercise, passed, message) for each check cell of the notebook at ``path``, run
+    again in this kernel on what your cells defined; a check cell this kernel has not run
+    yet is reported as not run. None if the notebook's cells have not run in this kernel.
+    """
+    shell = shell or _shell()
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    if not history:
+        return None
+    ran = {source.strip() for source in history}
+    nb = _read(path)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    if not code or code[0].source.strip() not in ran:  # the setup cell has not run
+        return None
+    namespace = dict(shell.user_ns)  # the checks' own variables stay out of yours
+    results = []
+    for cell in _check_cells(nb):
+        if cell.source.strip() not in ran:
+            results.append((_exercise_name(cell), None, NOT_RUN))
+        else:
+            results.append((_exercise_name(cell), *_run_check(cell.source, namespace)))
+    return results
+
+
+def _current_notebook(course, plan):
+    """The notebook this kernel belongs to, if it is one of ``plan``'s."""
+    import os
+    from pathlib import Path
+
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    paths = [p for _, p in plan]
+    if session.endswith(".ipynb"):
+        for path in paths:
+            if path.resolve() == Path(session).resolve():
+                return path
+    here = [p for p in paths if p.parent.resolve() == Path.cwd().resolve()]
+    return max(here, key=lambda p: p.stat().st_mtime) if here else None
+
+
+def _summary(results) -> str:
+    done = sum(ok is True for _, ok, _ in results)
+    if all(ok is None for _, ok, _ in results):
+        return "not started"
+    failed = sum(ok is False for _, ok, _ in results)
+    return f"{done}/{len(results)} ✓" + (f", {failed} ✗" if failed else "")
+
+
+def self_check_overview(folder=None, show=print) -> list[tuple[str, str, bool | None, str]]:
+    """Your progress, quickly: the notebook in hand, its checks run again in this kernel,
+    a line per exercise; every other lesson one line, from its saved notebook. Returns
+    the rows (notebook, exercise, passed or None if not run, message)."""
     course = _course_folder(folder)
-    plan = []  # (lesson name, notebook path)
-    for lesson in _lessons(course):
-        paths = sorted(lesson.glob("*.ipynb"))
-        plan += [(lesson.name if len(paths) == 1 else f"{lesson.name}/{p.stem}", p) for p in paths]
+    plan = _plan(course)
+    if not plan:
+        show(f"self_check: no lesson folders with notebooks in {course}.")
+        return []
+    current = _current_notebook(course, plan)
+    width = max(len(name) for name, _ in plan)
+    rows, others = [], []
+    for name, path in plan:
+        if path == current:
+            live = live_results(path)
+            here = live if live is not None else saved_results(path)
+            done = sum(ok is True for _, ok, _ in here)
+            how = "run again now" if live is not None else "as last saved: run its cells first"
+            show(f"{name} (this notebook, {how}): {done} of {len(here)} pass")
+            for line in _rows([(e, bool(ok), m) for e, ok, m in here]):
+                show(line)
+            rows += [(name, *r) for r in here]
+        else:
+            results = saved_results(path)
+            others.append(f"  {name:<{width}}  {_summary(results)}")
+            rows += [(name, *r) for r in results]
+    if others:
+        show("Other lessons, as last saved:" if current else "Lessons, as last saved:")
+        for line in others:
+            show(line)
+    done = sum(ok is True for *_, ok, _ in rows)
+    show(f"Course: {done} of {len(rows)} exercises pass their visible checks.")
+    if rows and done == len(rows):
+        show("Well done! The hidden tests will try more cases when your work is graded.")
+    return rows
+
+
+def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]]:
+    """Run every notebook of every lesson folder in ``folder`` (default: the folder around
+    the current lesson) in a fresh kernel, as saved, and show a line per exercise; return
+    the rows (notebook, exercise, passed, first failure message)."""
+    course = _course_folder(folder)
+    plan = _plan(course)
     if not plan:
         show(f"self_check: no lesson folders with notebooks in {course}.")
         return []
@@ -369,17 +605,9 @@ def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]
     for name, path in plan:
         results = visible_checks(path)
         show(f"{name}: {sum(ok for _, ok, _ in results)} of {len(results)} pass")
-        width = max(len(exercise) for exercise, _, _ in results) if results else 0
-        for exercise, ok, message in results:
-            rows.append((name, exercise, ok, message))
-            line = f"  {'✓' if ok else '✗'} {exercise:<{width}}"
-            if not message:
-                show(line.rstrip())
-            elif len(line) + 2 + len(message) <= WIDTH:
-                show(f"{line}  {message}")
-            else:
-                show(line.rstrip())
-                show(f"      {_first_line(message, WIDTH - 6)}")
+        for line in _rows(results):
+            show(line)
+        rows += [(name, *r) for r in results]
     done = sum(ok for *_, ok, _ in rows)
     show(f"{done} of {len(rows)} exercises pass their visible checks.")
     if rows and done == len(rows):
@@ -387,22 +615,29 @@ def self_check_table(folder=None, show=print) -> list[tuple[str, str, bool, str]
     return rows
 
 
-def self_check(folder=None) -> None:
-    """Print your progress: every lesson notebook's visible checks, run in a fresh kernel.
+def self_check(folder=None, full: bool = False) -> None:
+    """Print your progress through the course.
 
-    It checks the notebooks as saved, so save first (Ctrl+S). While a notebook is being
-    graded, validated or generated it only prints one line.
+    The exercises of this notebook: each check cell you have run is run again, now, on
+    what your cells defined. Every other lesson: one line, from its notebook as last
+    saved (so save, Ctrl+S, after working on one). ``self_check(full=True)`` runs every
+    saved notebook afresh instead (slower). While a notebook is being graded, validated
+    or generated it only prints one line.
     """
     if _running_unattended():
         print("self_check: skipped (this notebook is being run automatically).")
         return
     try:
-        import nbclient  # noqa: F401
-        import nbformat  # noqa: F401
+        if full:
+            import nbclient  # noqa: F401
+            import nbformat  # noqa: F401
     except ImportError:
         print("self_check needs nbclient and nbformat: pip install nbclient nbformat")
         return
-    self_check_table(folder)
+    if full:
+        self_check_table(folder)
+    else:
+        self_check_overview(folder)
 
 
 # ---- quiz answers: is an answer well-formed? (never whether it is right) ---------------
@@ -482,7 +717,7 @@ def answer_problem(name: str, value: object, *, choices=None, kind=None, items=N
             try:
                 result = value(*args)
             except Exception as exc:
-                return f"{where} raised {_error(exc)}", None
+                return f"{where} raised {_error(exc, 86 - len(where))}", None
             if not _is_number(result) or not math.isfinite(result):
                 return f"{where} must return a number; got {_shown(result)}.", None
         return None, value

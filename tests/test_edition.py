@@ -1,0 +1,312 @@
+"""The student edition (``python -m autograder release --to DIR``) and the self-learners'
+solutions download (``--solutions``): what they hold, and above all what they do not.
+
+The scan here is the release's own (``edition.leaks``), and each kind of secret it looks
+for is planted once to show that it is found; the student edition is also checked against
+the instructor notebooks directly, region by region.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
+
+from autograder import edition, launcher
+from autograder.course import assignments
+
+ASSIGNMENTS = assignments()
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("release") / "student-edition"
+    assert edition.release(dest, zip_=True) == 0
+    return dest
+
+
+@pytest.fixture(scope="module")
+def secrets() -> set[str]:
+    return edition.secret_lines()
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+# ---- what the student edition holds ---------------------------------------------------
+
+
+def test_student_edition_holds_lessons_launcher_readme_and_requirements(student):
+    expected = {".edition.json", ".gitignore", "README.md", "lessons/START-HERE.md", "lab.py",
+                "requirements.txt"}
+    expected |= {f"jupyter/{p}" for p in files(ROOT / "autograder" / "student_lab")}
+    for assignment in ASSIGNMENTS:
+        expected |= {f"lessons/{assignment}/{p}" for p in files(NOTEBOOKS / assignment)
+                     if ".ipynb_checkpoints" not in p}
+    assert set(files(student)) == expected
+    for assignment in ASSIGNMENTS:
+        for path in (NOTEBOOKS / assignment).iterdir():
+            if path.is_file():
+                assert (student / "lessons" / assignment / path.name).read_bytes() \
+                    == path.read_bytes()
+
+
+def test_student_edition_holds_nothing_secret(student, secrets):
+    assert edition.leaks(student, secrets) == []
+    names = {part for p in student.rglob("*") for part in p.relative_to(student).parts}
+    assert not names & {"source", "solutions", "autograder", "hidden", "refgrad",
+                        ".reference", "nbgrader_config.py", "gradebook.db"}
+
+
+def test_no_solution_or_hidden_test_line_of_the_instructor_notebooks_is_in_it(student):
+    """Independently of edition.leaks: every line inside a solution or hidden-test region
+    of source/ that students are not otherwise given is absent from every notebook."""
+    given = set((SOURCE / ".shared" / "coursekit.py").read_text().splitlines())
+    regions: list[str] = []
+    for assignment in ASSIGNMENTS:
+        for path in (SOURCE / assignment).glob("*.ipynb"):
+            for cell in nbformat.read(path, as_version=4).cells:
+                text = cell.source
+                for begin, end in (("SOLUTION", "SOLUTION"), ("HIDDEN TESTS", "HIDDEN TESTS")):
+                    pattern = rf"### BEGIN {begin}\n(.*?)### END {end}"
+                    for body in re.findall(pattern, text, re.S):
+                        regions.append(body)
+                        text = text.replace(body, "")
+                given.update(text.splitlines())
+    given = {line.strip() for line in given}
+    secret = {line.strip() for body in regions for line in body.splitlines()} - given - {""}
+    assert any(line.startswith("q2 = ") for line in secret)  # quiz answers are in there
+    assert any(line.startswith("# Why:") for line in secret)  # and their reasoning
+    for path in student.rglob("*"):
+        if path.is_file():
+            lines = {line.strip() for line in path.read_text(errors="replace").splitlines()}
+            if path.suffix == ".ipynb":
+                nb = nbformat.read(path, as_version=4)
+                lines = {ln.strip() for c in nb.cells for ln in c.source.splitlines()}
+            assert not lines & secret, f"{path}: {sorted(lines & secret)[:3]}"
+
+
+def test_student_requirements_are_the_courses_without_the_grader_and_without_torch(student):
+    course = {line for line in (ROOT / "requirements.txt").read_text().splitlines()
+              if line and not line.startswith("#")}
+    theirs = {line for line in (student / "requirements.txt").read_text().splitlines()
+              if line and not line.startswith("#")}
+    assert theirs == {line for line in course if not line.startswith(("psutil", "latex2mathml"))}
+    assert any(line.startswith("nbgrader") for line in theirs)  # for Validate
+    assert not any(line.lower().startswith("torch") for line in theirs)
+
+
+def test_student_settings_keep_validate_and_turn_off_instructor_tools(student):
+    server = json.loads((student / "jupyter" / "jupyter_server_config.json").read_text())
+    ext = server["ServerApp"]["jpserver_extensions"]
+    assert ext["nbgrader.server_extensions.validate_assignment"] is True
+    assert not ext["nbgrader.server_extensions.formgrader"]
+    validate = json.loads((student / "jupyter" / "nbgrader_config.json").read_text())
+    assert validate["Execute"]["timeout"] > 0
+
+
+def test_the_zip_holds_the_same_files_under_one_folder(student):
+    with zipfile.ZipFile(student.with_suffix(".zip")) as zf:
+        names = sorted(n.split("/", 1)[1] for n in zf.namelist())
+        assert {n.split("/", 1)[0] for n in zf.namelist()} == {student.name}
+    assert names == files(student)
+
+
+def test_readme_says_the_one_command_and_the_start_page_lists_every_lesson(student):
+    readme = (student / "README.md").read_text()
+    assert "python3 lab.py" in readme and "Validate" in readme
+    start = (student / "lessons" / "START-HERE.md").read_text()
+    for assignment in ASSIGNMENTS:
+        (nb,) = (NOTEBOOKS / assignment).glob("*.ipynb")
+        assert f"]({assignment}/{nb.name})" in start
+
+
+# ---- releasing again, and bad targets ---------------------------------------------------
+
+
+def test_releasing_again_keeps_git_work_and_venv_and_refuses_other_folders(tmp_path, capsys):
+    dest = tmp_path / "edition"
+    assert edition.release(dest, git=True) == 0
+    (dest / "my-work" / "01_value").mkdir(parents=True)
+    (dest / "my-work" / "01_value" / "value.ipynb").write_text("my answers")
+    (dest / ".venv").mkdir()
+    (dest / "stale.txt").write_text("from an older release")
+    edition.commit(dest, "an older release had one more file")
+    assert edition.release(dest, git=True) == 0
+    assert (dest / "my-work" / "01_value" / "value.ipynb").read_text() == "my answers"
+    assert (dest / ".venv").is_dir() and not (dest / "stale.txt").exists()
+    log = subprocess.run(["git", "-C", str(dest), "log", "--oneline"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(log) == 3  # the second release removed stale.txt
+    capsys.readouterr()
+
+    other = tmp_path / "someones-folder"
+    other.mkdir()
+    (other / "thesis.tex").write_text("precious")
+    assert edition.release(other) == 2
+    assert "not empty" in capsys.readouterr().out
+    assert (other / "thesis.tex").read_text() == "precious"
+    assert edition.release(dest, solutions=True) == 2
+    assert "student release, not a solutions one" in capsys.readouterr().out
+    assert edition.release(ROOT) == 2
+    assert edition.release(ROOT.parent) == 2
+
+
+def test_release_command_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "autograder", "release", "--to",
+                           str(tmp_path / "ed")], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "student edition:" in proc.stdout and "python3 lab.py" in proc.stdout
+    assert (tmp_path / "ed" / "lab.py").exists()
+
+
+# ---- the scan finds each kind of secret ------------------------------------------------
+
+
+PLANTED = {
+    "solution code": ("lessons/05_mlp/mlp.ipynb", "x = module(x)"),
+    "a quiz answer": ("lessons/04_checkpoint_engine/checkpoint_engine.ipynb", "q2 = 22.0"),
+    "its reasoning": ("notes.md", "# Why: c = a * b = -6. In d = c*c + c, the node c gets a share "
+                      "from each of its three"),
+    "a hidden test": ("lessons/01_value/value.ipynb", 'load_grader("lesson01").add_mul(Value)'),
+    "a marker": ("README.md", "### BEGIN HIDDEN TESTS"),
+    "the reference engine": ("lab.py", "from refgrad import Value"),
+}
+
+
+@pytest.mark.parametrize("kind", PLANTED)
+def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(student, copy)
+    rel, line = PLANTED[kind]
+    path = copy / rel
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(line))
+        nbformat.write(nb, path)
+    else:
+        path.write_text((path.read_text() if path.exists() else "") + f"\n{line}\n")
+    found = edition.leaks(copy, secrets)
+    assert found and all(f.startswith(rel) for f in found), found
+
+
+@pytest.mark.parametrize("name", ["solutions/value.ipynb", "refgrad/engine.py",
+                                  "nbgrader_config.py", "kernel_startup.py"])
+def test_a_planted_grader_file_is_found(student, secrets, tmp_path, name):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(student, copy)
+    (copy / name).parent.mkdir(parents=True, exist_ok=True)
+    (copy / name).write_text("# nothing\n")
+    assert edition.leaks(copy, secrets)
+
+
+def test_a_partial_release_holds_only_those_lessons_and_none_of_the_next(tmp_path, capsys):
+    """Lesson 2 gives lesson 1's engine in a locked cell: releasing lesson 1 alone must
+    not give it, and lesson 1's solution lines count as secret there."""
+    import shutil
+
+    dest = tmp_path / "ed"
+    assert edition.release(dest, ["01_value"]) == 0
+    assert sorted(p.name for p in (dest / "lessons").iterdir()) == ["01_value", "START-HERE.md"]
+    path = dest / "lessons" / "01_value" / "value.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("self.grad += other.data * out.grad"))
+    copy = tmp_path / "copy"
+    shutil.copytree(dest, copy)
+    nbformat.write(nb, copy / "lessons" / "01_value" / "value.ipynb")
+    assert edition.leaks(copy)
+    assert edition.release(tmp_path / "other", ["99_nothing"]) == 2
+    assert "no assignment 99_nothing" in capsys.readouterr().out
+
+
+# ---- the solutions download -------------------------------------------------------------
+
+
+def test_solutions_download_is_separate_and_holds_no_grader_material(tmp_path):
+    dest = tmp_path / "solutions"
+    assert edition.release(dest, solutions=True) == 0
+    assert not (dest / "lab.py").exists() and not (dest / "lessons").exists()
+    for assignment in ASSIGNMENTS:
+        for path in (SOLUTIONS / assignment).glob("*.ipynb"):
+            assert (dest / assignment / path.name).read_bytes() == path.read_bytes()
+    assert edition.leaks(dest, allow_solutions=True) == []
+    text = (dest / "04_checkpoint_engine" / "checkpoint_engine.ipynb").read_text()
+    assert "q2 = 22.0" in text  # what self-learners came for
+    assert "README.md" in files(dest)
+
+
+# ---- the launcher -------------------------------------------------------------------------
+
+
+def test_launcher_seeds_lessons_and_start_page_and_never_overwrites_a_notebook(student, tmp_path):
+    layout = launcher.Layout(student, work=tmp_path / "my-work")
+    changed = launcher.seed(layout.work, layout.lessons, layout.start_page)
+    assert "START-HERE.md" in changed and "01_value/value.ipynb" in changed
+    mine = layout.work / "01_value" / "value.ipynb"
+    mine.write_text("my answers")
+    (layout.work / "01_value" / "coursekit.py").write_text("an old coursekit")
+    again = launcher.seed(layout.work, layout.lessons, layout.start_page)
+    assert again == ["01_value/coursekit.py"]
+    assert mine.read_text() == "my answers"
+
+
+def test_launcher_command_opens_the_start_page_on_this_machine_only(student, tmp_path):
+    work = tmp_path / "my-work"
+    launcher.seed(work, student / "lessons", student / "lessons" / "START-HERE.md")
+    cmd = launcher.lab_command(work, student / "jupyter", ["--no-browser"])
+    assert "--LabApp.default_url=/lab/tree/START-HERE.md" in cmd
+    assert "--ServerApp.ip=127.0.0.1" in cmd and cmd[-1] == "--no-browser"
+    assert f"--ServerApp.root_dir={work}" in cmd
+    env = launcher.lab_env(student / "jupyter", {"PATH": "/usr/bin"})
+    assert env["JUPYTER_CONFIG_PATH"].split(":")[0] == str(student / "jupyter")
+
+
+def test_edition_launcher_check_runs_without_the_course(student, tmp_path):
+    """``python lab.py --check --no-venv`` in a copy of the edition, far from the course:
+    the blank lessons fail their checks (exit 1) with one short line each."""
+    import shutil
+
+    copy = tmp_path / "elsewhere" / "edition"
+    shutil.copytree(student, copy)
+    for name in ("01_value", "02_backward", "03_activations", "05_mlp", "06_checkpoint_mlp"):
+        shutil.rmtree(copy / "lessons" / name)  # one lesson is enough, and quicker
+    proc = subprocess.run([sys.executable, "lab.py", "--check", "--no-venv"], cwd=copy,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "0 of 13 exercises pass" in proc.stdout
+    assert all(len(line) < 90 for line in proc.stdout.splitlines())
+
+
+def test_launcher_refuses_an_old_python(monkeypatch, capsys):
+    monkeypatch.setattr(launcher, "MIN_PYTHON", (9, 0))
+    assert launcher.main(["--no-venv"]) == 1
+    assert "needs Python 9.0" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_launcher_sets_up_its_venv_once(tmp_path):
+    """A first start makes .venv and installs requirements.txt; the next one does neither
+    (here with a requirements file that installs nothing, to stay offline and quick)."""
+    layout = launcher.Layout(tmp_path)
+    layout.requirements.write_text("# nothing to install\n")
+    python = launcher.ensure_venv(layout)
+    assert python == launcher.venv_python(layout.venv) and python.exists()
+    (stamp,) = layout.venv.glob(".installed-*")
+    before = stamp.stat().st_mtime_ns
+    assert launcher.ensure_venv(layout) == python
+    assert stamp.stat().st_mtime_ns == before
+    layout.requirements.write_text("# changed: install again\n")
+    launcher.ensure_venv(layout)
+    assert len(list(layout.venv.glob(".installed-*"))) == 2
