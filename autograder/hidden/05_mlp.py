@@ -80,6 +80,9 @@ def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
              "again: build the list afresh on each call")
     if layout is not None and info.get("layout") is False:
         fail(f"{params_text} should list {layout_text}, in that order")
+    if len(info.get("runs") or ()) != len(runs):
+        fail(f"{build}: the kernel's answer is incomplete (was the grading code in the kernel "
+             "changed?)")
     for run, got in zip(runs, info["runs"]):
         _compare_run(build, ref, run, got, hint)
     if zero_grad:

@@ -1,0 +1,232 @@
+"""Students who want points without the work: each attack is a blank notebook plus code,
+graded with `python -m autograder grade` next to an honest and a blank student.
+
+Asserted for every one: no hidden points (a blank notebook plus any code earns 0 unless
+that code itself computes the right answers), the honest student keeps full marks, the
+course's files and gradebook are changed only by the grader, and nothing is left running
+or on disk. tests/test_sandbox.py attacks the operating system side (network, files,
+processes, disk); this file attacks the verdicts.
+"""
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, is_test_cell, notebook_path
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+
+A, QUIZ = "01_value", "04_checkpoint_engine"
+MIME = "application/vnd.autograder.probe+json"
+
+
+def with_code(nb, code: str):
+    """A copy of ``nb`` with a student cell of ``code`` right after the setup cell."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    nb.cells.insert(2, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+ATTACKS = {
+    # The probe's answers, replaced in the kernel before they are sent.
+    "forged_empty": """
+def forge(lines):
+    if any("def serve(" in line for line in lines):
+        return ["get_ipython().display_pub.publish(data={'@MIME@': {'result': []}})\\n"]
+    return lines
+get_ipython().input_transformers_cleanup.append(forge)
+""",
+    "forged_shapes": """
+import json
+def forge(lines):
+    text = "".join(lines)
+    if "def serve(" not in text:
+        return lines
+    request = json.loads(eval(text.rsplit("serve(", 1)[1].rsplit(")", 1)[0]))
+    programs = request["args"].get("programs", [])
+    answer = [{"data": p["leaves"] + [0.0] * len(p["steps"]), "grads": [1.0] * len(p["leaves"])}
+              for p in programs]
+    data = {"@MIME@": {"result": answer}}
+    return [f"get_ipython().display_pub.publish(data={data!r})\\n"]
+get_ipython().input_transformers_cleanup.append(forge)
+""",
+    # The reference engine, from where the course keeps it.
+    "reference_import": """
+import sys
+sys.path.insert(0, "@REFERENCE@")
+from refgrad import Value
+""",
+    "gc_scan": """
+import gc
+found = [o for o in gc.get_objects() if isinstance(o, type) and o.__name__ == "Value"
+         and o.__module__ != "__main__"]
+if found:
+    Value = found[0]
+""",
+    # Comparisons that lie.
+    "lying_float": """
+class Liar(float):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __sub__(self, other): return Liar(0.0)
+    def __rsub__(self, other): return Liar(0.0)
+    def __abs__(self): return Liar(0.0)
+    def __lt__(self, other): return True
+    def __le__(self, other): return True
+    __hash__ = float.__hash__
+class Value:
+    def __init__(self, data, _children=(), _op="", label=""):
+        self.data, self.grad, self._prev = Liar(data), Liar(0.0), set(_children)
+        self._backward = lambda: None
+    def __add__(self, other): return Value(0.0)
+    __mul__ = __radd__ = __rmul__ = __sub__ = __truediv__ = __pow__ = __add__
+    def __neg__(self): return Value(0.0)
+""",
+    # The kernel's own machinery, turned against the grader.
+    "run_cell_patch": """
+shell = get_ipython()
+def refuse(*args, **kwargs):
+    raise SystemExit("no hidden tests here")
+shell.events.register("pre_run_cell", refuse)
+import IPython.core.interactiveshell as ish
+ish.InteractiveShell.run_cell = lambda self, *a, **k: None
+""",
+    "partial_credit": """
+def score(*args):
+    get_ipython().displayhook(14)
+get_ipython().events.register("post_run_cell", score)
+""",
+    # The course's own files: the gradebook, the grader.
+    "sqlite_trigger": """
+import sqlite3
+db = sqlite3.connect("@GRADEBOOK@")
+db.execute("create trigger cheat after update on grade begin "
+           "update grade set auto_score = 100; end")
+db.commit()
+""",
+    "rewrites_grader": """
+for path in ("@HIDDEN@", "@HONEST@"):
+    with open(path, "w") as fh:
+        fh.write("TESTS = {}\\n")
+""",
+}
+
+
+def fill(code: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        code = code.replace(f"@{key}@", value)
+    return code
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """A hash of every file of the course that only the grader may change."""
+    out = {}
+    for top in ("source", "autograder", "nbgrader_config.py", "submitted"):
+        base = root / top
+        paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        for path in paths:
+            if "__pycache__" in path.parts:
+                continue
+            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def run(course: Path, *args):
+    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("attacks") / "course"
+    course = ScratchCourse(root, [A, QUIZ])
+    honest = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
+    name = notebook_path(SOLUTIONS, A).name
+    paths = {"MIME": MIME, "REFERENCE": str(root / "source" / ".reference"),
+             "GRADEBOOK": str(root / "gradebook.db"),
+             "HIDDEN": str(root / "autograder" / "hidden" / f"{A}.py"),
+             "HONEST": str(root / "submitted" / "honest" / A / name)}
+
+    def put(student, nb, assignment=A, filename=name):
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / filename)
+
+    put("honest", honest)
+    put("blank", blank)
+    for attack, code in ATTACKS.items():
+        put(attack, with_code(blank, fill(code, paths)))
+    forged = nbformat.from_dict(json.loads(json.dumps(blank)))
+    for cell in forged.cells:
+        if is_test_cell(cell):
+            cell.metadata["autograder"] = {"verdict": {"passed": True, "message": ""}}
+    put("forged_verdicts", forged)
+    quiz_name = notebook_path(SOLUTIONS, QUIZ).name
+    quiz_blank = nbformat.read(notebook_path(NOTEBOOKS, QUIZ), as_version=4)
+    put("honest", nbformat.read(notebook_path(SOLUTIONS, QUIZ), as_version=4), QUIZ, quiz_name)
+    put("quiz_file", with_code(quiz_blank, f"""
+import re
+text = open({str(root / "autograder" / "hidden" / f"{QUIZ}.py")!r}).read()
+q1 = re.search(r'"q1": letter\\("(\\w)"\\)', text).group(1)
+"""), QUIZ, quiz_name)
+    course.release(A)
+    course.release(QUIZ)
+    before = snapshot(root)
+    tmp_before = set(os.listdir("/tmp"))
+    proc = run(root, "grade", "--cell-timeout", "20", "--jobs", "2")
+    records = {}
+    for path in (root / "autograded").glob("*/*/.autograder.json"):
+        rec = json.loads(path.read_text())
+        records[(rec["student"], rec["assignment"])] = rec
+    return {"root": root, "proc": proc, "records": records, "before": before,
+            "after": snapshot(root), "tmp": set(os.listdir("/tmp")) - tmp_before}
+
+
+def test_every_submission_was_graded(graded):
+    assert graded["proc"].returncode in (0, 1), graded["proc"].stdout[-3000:]
+    students = {(p.parent.name, p.name) for p in (graded["root"] / "submitted").glob("*/*")}
+    assert set(graded["records"]) == students
+
+
+def test_no_attack_earns_a_point(graded):
+    scores = {key: rec["score"] for key, rec in graded["records"].items()}
+    assert scores[("blank", A)] == 0
+    for attack in [*ATTACKS, "forged_verdicts"]:
+        assert scores[(attack, A)] == 0, (attack, graded["records"][(attack, A)]["note"])
+    assert scores[("quiz_file", QUIZ)] == 0
+
+
+def test_the_honest_student_keeps_full_marks(graded):
+    for assignment in (A, QUIZ):
+        rec = graded["records"][("honest", assignment)]
+        assert rec["score"] == rec["max_score"] > 0, rec["note"]
+        assert rec["isolation"] == "bubblewrap"
+
+
+def test_only_the_grader_changed_the_course(graded):
+    assert graded["after"] == graded["before"]
+    db = sqlite3.connect(graded["root"] / "gradebook.db")
+    try:
+        assert db.execute("select count(*) from sqlite_master where type = 'trigger'"
+                          ).fetchone()[0] == 0
+    finally:
+        db.close()
+
+
+def test_nothing_is_left_running_or_on_disk(graded):
+    leftovers = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "bwrap" in (proc.info["name"] or "") or str(graded["root"]) in cmdline:
+            leftovers.append(cmdline[:200])
+    assert leftovers == []
+    assert not [name for name in graded["tmp"] if name.startswith(("autograder", "tmp"))]
