@@ -220,6 +220,17 @@ def test_a_renamed_notebook_is_graded_and_extra_files_are_left_out(tmp_path, exp
     assert "refgrad.py" in notes[0].text and "link.py" not in notes[0].text
 
 
+def test_text_no_file_can_hold_is_replaced(tmp_path):
+    """A lone surrogate ("\\ud800" in the JSON) would make writing the grading copy fail."""
+    nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    nb.cells[0].source += " \ud800 and \U0001f600"
+    path = tmp_path / NB
+    path.write_text(json.dumps(nb))  # ASCII JSON: the surrogate stays an escape
+    read, note = read_notebook(path)
+    assert note is None and read.cells[0].source.endswith(" ? and \U0001f600")
+    nbformat.writes(read).encode("utf-8")
+
+
 def test_a_damaged_notebook_structure_is_repaired(tmp_path, expected):
     data = json.loads(notebook_path(SOLUTIONS, A).read_text())
     data["cells"][0]["bogus"] = 1
