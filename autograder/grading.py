@@ -50,6 +50,7 @@ from .messages import Job, Result  # noqa: E402
 from .notes import compose_notes, has_problem, note_line  # noqa: E402
 from .pool import Pool, Task  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
+from .review import flag_submission, review_note  # noqa: E402
 
 
 @dataclass
@@ -128,6 +129,10 @@ class ClassGrading:
                           if n.endswith(".ipynb"))
         line = note_line(notes, n_notebooks, totals.late_seconds)
         problem = has_problem(notes)
+        # Flags for review: in the record and the note line, never a problem or a score.
+        review = flag_submission(sub.folder, self.course.source / sub.assignment, [
+            e.used_file for e in result.notebooks.values() if e.used_file] or None)
+        line = "; ".join(part for part in (line, review_note(review)) if part)
         seconds = round(time.monotonic() - task.first_started, 1)
         if result.record:
             install(self.course, sub.student, sub.assignment,
@@ -138,7 +143,7 @@ class ClassGrading:
                         "auto_score": totals.auto_score, "problem": problem, "note": line,
                         "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
                         "cells": totals.cells, "runs": task.attempt, "seconds": seconds,
-                        "late_seconds": totals.late_seconds,
+                        "late_seconds": totals.late_seconds, "review": review,
                         "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                     })
         self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,

@@ -373,7 +373,8 @@ def test_export_writes_grades_and_cells(tmp_path):
         gb.db.commit()
     (tmp_path / "autograded" / "Zoë" / A).mkdir(parents=True)
     (tmp_path / "autograded" / "Zoë" / A / ".autograder.json").write_text(
-        json.dumps({"problem": True, "note": "cell 3 was stopped"}))
+        json.dumps({"problem": True, "note": "cell 3 was stopped",
+                    "review": ["imports torch", "calls os.kill"]}))
     grades_csv, cells_csv = commands_export(tmp_path)
     rows = list(csv.DictReader(grades_csv.open(encoding="utf-8")))
     assert list(rows[0])[:4] == ["student", "assignment", "score", "max_score"]
@@ -382,6 +383,9 @@ def test_export_writes_grades_and_cells(tmp_path):
     assert (by["Zoë"]["score"], by["Zoë"]["problem"], by["Zoë"]["note"]) == (
         "3", "yes", "cell 3 was stopped")
     assert (by["carl"]["score"], by["carl"]["submitted"]) == ("0", "no")
+    assert list(rows[0])[-1] == "review"
+    assert (by["Zoë"]["review"], by["alice"]["review"], by["carl"]["review"]) == (
+        "imports torch; calls os.kill", "", "")
     cells = list(csv.DictReader(cells_csv.open(encoding="utf-8")))
     assert list(cells[0]) == ["student", "assignment", "notebook", "cell", "score",
                               "max_score"]
