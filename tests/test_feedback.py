@@ -384,6 +384,18 @@ def test_page_check_catches_hidden_tests_and_pages_not_made_inert():
     assert check_page(render(nb), hidden, tests) == ""
 
 
+def test_page_check_passes_every_assignment_of_the_course():
+    """Every test cell of every assignment is found in its page, none showing hidden tests."""
+    from autograder.feedback import _test_cells
+
+    exp = exporter()
+    for folder in sorted(p for p in SOURCE.iterdir() if p.is_dir() and p.name[0] != "."):
+        for path in sorted(folder.glob("*.ipynb")):
+            page = render(nbformat.read(path, as_version=4), exp)
+            tests = _test_cells(path)
+            assert tests and check_page(page, hidden_lines(str(folder)), tests) == "", path
+
+
 # ---- end to end: grade, feedback, export (slow) ----------------------------------------------
 
 
