@@ -53,7 +53,9 @@ c.Autograde.sanitize_preprocessors = [
 # Autograde copies every non-notebook file of source/<assignment>/ over the submission
 # (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.
 
-# Feedback never shows hidden tests, grader tracebacks or grader source (autograder/feedback.py).
+# Feedback never shows hidden tests, grader tracebacks or grader source (autograder/feedback.py),
+# and nothing from a submission is active in it: no script, event handler, frame or
+# javascript: link (autograder/inert.py; also for formgrader's feedback button).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
@@ -65,6 +67,7 @@ from autograder.offline_math import configure as offline_math  # noqa: E402
 
 offline_math(c)
 
+c.GenerateFeedback.exporter_class = "autograder.inert.InertHTMLExporter"
 # `python -m autograder grade` keeps its record of each graded submission here; nbgrader
 # leaves it out of feedback folders and releases (the other entries are nbgrader's defaults).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",

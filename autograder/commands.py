@@ -177,7 +177,9 @@ def add_grading_commands(sub) -> None:
         "feedback", help="per-student HTML feedback (without hidden tests)",
         description="Write feedback/<student>/<assignment>/<notebook>.html for graded "
                     "submissions with nbgrader generate_feedback. Hidden tests, the "
-                    "reference engine and grader paths never reach these files.")
+                    "reference engine and grader paths never reach these files, and "
+                    "nothing from a submission (script, event handler...) is active in "
+                    "them.")
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     p.add_argument("--student", action="append", metavar="ID")
     p.add_argument("--jobs", "-j", type=int, default=None)

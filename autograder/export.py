@@ -1,11 +1,13 @@
 """``python -m autograder export``: the gradebook as two CSV files.
 
 - ``grades.csv``: one row per student and assignment: ``student, assignment, score,
-  max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no) and
-  ``note`` (the grader's one-line note), and ``isolation`` (``bubblewrap`` or ``none``:
-  how its grading kernels were sandboxed, see docs/grading.md). Scores are nbgrader's, so
-  manual grades given in formgrader count. Every student in the gradebook gets a row for
-  every assignment (0 and ``submitted=no`` when there is no submission).
+  max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no),
+  ``note`` (the grader's one-line note), ``isolation`` (``bubblewrap`` or ``none``: how
+  its grading kernels were sandboxed, see docs/grading.md) and ``review`` (why the code
+  should be looked at, from ``review.py``; empty when nothing was flagged; a flag is not
+  a penalty). Scores are nbgrader's, so manual grades given in formgrader count. Every
+  student in the gradebook gets a row for every assignment (0 and ``submitted=no`` when
+  there is no submission).
 - ``cells.csv``: one row per graded cell: ``student, assignment, notebook, cell, score,
   max_score``.
 """
@@ -16,7 +18,7 @@ import csv
 from pathlib import Path
 
 GRADES_HEADER = ["student", "assignment", "score", "max_score", "submitted", "late_seconds",
-                 "problem", "note", "isolation"]
+                 "problem", "note", "isolation", "review"]
 CELLS_HEADER = ["student", "assignment", "notebook", "cell", "score", "max_score"]
 
 
@@ -45,13 +47,14 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
                     sub = gb.find_submission(a, student)
                 except MissingEntry:
                     grades.append([student, a, "0", _num(assignment.max_score), "no", "0",
-                                   "no", "no submission", ""])
+                                   "no", "no submission", "", ""])
                     continue
                 record = course.read_record(student, a) or {}
                 grades.append([student, a, _num(sub.score), _num(sub.max_score), "yes",
                                _num(sub.total_seconds_late),
                                "yes" if record.get("problem") else "no",
-                               record.get("note", ""), record.get("isolation") or ""])
+                               record.get("note", ""), record.get("isolation") or "",
+                               "; ".join(record.get("review") or [])])
                 for nb in sub.notebooks:
                     for grade in sorted(nb.grades, key=lambda g: g.name):
                         cells.append([student, a, nb.name, grade.name, _num(grade.score),

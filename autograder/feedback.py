@@ -1,19 +1,26 @@
-"""``python -m autograder feedback``: per-student HTML feedback, with no grading material in it.
+"""``python -m autograder feedback``: per-student HTML feedback, with no grading material in
+it and nothing active from the submission.
 
-nbgrader's ``generate_feedback`` writes the HTML; nbgrader_config.py adds
-``HideGraderMaterial`` to its preprocessors (so formgrader's feedback button is covered too):
+nbgrader's ``generate_feedback`` writes the HTML. nbgrader_config.py sets its exporter to
+``autograder.inert.InertHTMLExporter`` (no script, event handler, frame or ``javascript:``
+link from a submission survives into a page) and adds ``HideGraderMaterial`` to its
+preprocessors, so formgrader's feedback button is covered too:
 
 - hidden test regions are cut out of every cell (also unbalanced or in the wrong cell);
 - an error whose traceback runs through the grader or the reference engine is shown as its
   last line only, and grader paths are blanked in any output;
-- an output (or a cell) that quotes the grader's or the reference engine's source (three
-  consecutive lines of it that are not also in the students' notebooks or the solutions)
-  is replaced by a notice.
+- an output or a cell that quotes the grader's or the reference engine's source (three
+  consecutive lines of it that are not also in the students' notebooks or the solutions,
+  or a hidden-test marker) is replaced by a notice. (Where grading runs without a sandbox,
+  a submission could read course files and print them.)
 
-The command then keeps only ``*.html`` in each feedback folder (nbgrader also copies
-``coursekit.py`` and any extra file the student submitted), writes a short page for a
-notebook that could not be graded at all (missing, broken...), and checks every page once
-more: a page that still shows grading material is deleted and reported (exit code 2).
+Nothing a student wrote can make this command fail or delete a page: what should not be
+shown is replaced by a notice. The command then keeps only ``*.html`` in each feedback
+folder (nbgrader also copies ``coursekit.py`` and any extra file the student submitted),
+writes a short page for a notebook that could not be graded at all (missing, broken...),
+and checks what the grader itself controls in every page: that it was made by the inert
+exporter, and that no test cell shows any of its hidden tests. A page failing that check
+is deleted and reported as a grader failure (exit code 2), as is nbgrader failing.
 """
 
 from __future__ import annotations
@@ -32,11 +39,13 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from .course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from .discovery import GLOB_CHARS
 from .errors import ExitCode
+from .inert import STAMP, is_stamp
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MARKERS = (BEGIN, END, "load_grader(")
 REMOVED_OUTPUT = "[output removed: it showed the course's grading code]"
 REMOVED_CELL = "# [removed from the feedback: this cell held the course's grading code]"
+REMOVED_TEXT = "*[removed from the feedback: this cell quoted the course's grading code]*"
 WINDOW = 3
 MIN_LINE = 16
 
@@ -70,6 +79,17 @@ def _strip_hidden(text: str) -> tuple[str, bool]:
     return "\n".join(out), removed
 
 
+def _hidden_part(text: str) -> str:
+    """The lines of ``text`` inside hidden-test regions."""
+    out, inside = [], False
+    for line in text.split("\n"):
+        if BEGIN in line or END in line:
+            inside = BEGIN in line
+        elif inside:
+            out.append(line)
+    return "\n".join(out)
+
+
 @functools.cache
 def fingerprints() -> frozenset[tuple[str, ...]]:
     """Windows of consecutive significant lines of the grader's own files."""
@@ -78,20 +98,7 @@ def fingerprints() -> frozenset[tuple[str, ...]]:
     folders = [ROOT / "autograder" / "hidden", SOURCE / ".reference"]
     for folder in folders:
         texts += [p.read_text(errors="replace") for p in folder.rglob("*.py")]
-    for nb in _notebooks(SOURCE):
-        for cell in nb.cells:
-            lines = cell.source.split("\n")
-            inside = False
-            region = []
-            for line in lines:
-                if BEGIN in line:
-                    inside = True
-                elif END in line:
-                    inside = False
-                elif inside:
-                    region.append(line)
-            if region:
-                texts.append("\n".join(region))
+    texts += [_hidden_part(cell.source) for nb in _notebooks(SOURCE) for cell in nb.cells]
     windows = set()
     for text in texts:
         lines = [_norm(ln) for ln in text.splitlines()]
@@ -117,12 +124,12 @@ def _student_lines() -> set[str]:
     return lines
 
 
-def _notebooks(folder: Path):
+def _notebooks(folder: Path, assignment: str = "[!.]*"):
     import nbformat
 
     if not folder.is_dir():
         return
-    for path in sorted(folder.glob("[!.]*/*.ipynb")):
+    for path in sorted(folder.glob(f"{assignment}/*.ipynb")):
         with contextlib.suppress(Exception):
             yield nbformat.read(path, as_version=4)
 
@@ -137,13 +144,13 @@ def quotes_grader(text: str) -> bool:
 
 
 def mentions_grader_path(text: str) -> bool:
-    return any(p in text for p in grader_paths()) or "_grader_" in text or "_refgrad_" in text
+    return any(p in text for p in grader_paths())
 
 
 def blank_paths(text: str) -> str:
     for p in sorted(grader_paths(), key=len, reverse=True):
         text = text.replace(p, "<course>")
-    return re.sub(r"_(grader|refgrad)_[0-9a-f]{16}", "<grader>", text)
+    return text
 
 
 # ---- the nbgrader preprocessor -------------------------------------------------------------
@@ -155,14 +162,24 @@ class HideGraderMaterial(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         cell.source, _ = _strip_hidden(cell.source)
-        if cell.cell_type == "code" and quotes_grader(cell.source):
-            cell.source = REMOVED_CELL
+        if quotes_grader(cell.source):
+            cell.source = REMOVED_CELL if cell.cell_type == "code" else REMOVED_TEXT
         for i, out in enumerate(cell.get("outputs", [])):
             cell.outputs[i] = clean_output(out)
         return cell, resources
 
 
 def clean_output(out):
+    """``out`` without grading material: never raises, whatever the output holds."""
+    from nbformat.v4 import new_output
+
+    try:
+        return _clean_output(out)
+    except Exception:
+        return new_output("stream", name="stdout", text="[output not shown in the feedback]\n")
+
+
+def _clean_output(out):
     from nbformat.v4 import new_output
 
     kind = out.get("output_type")
@@ -300,7 +317,7 @@ class LeakError(RuntimeError):
 
 def finish_folder(course, student: str, assignment: str) -> list[Path]:
     """Keep only the HTML pages, add pages for notebooks that could not be graded, and
-    make sure no page shows grading material."""
+    check what the grader controls in every page (``check_page``)."""
     record = course.read_record(student, assignment) or {}
     folder = course.feedback / student / assignment
     folder.mkdir(parents=True, exist_ok=True)
@@ -318,13 +335,60 @@ def finish_folder(course, student: str, assignment: str) -> list[Path]:
             write_note_page(folder / f"{name}.html", student, assignment, name, record, notes)
     pages = sorted(folder.glob("*.html"))
     for page in pages:
-        text = page.read_text(errors="replace")
-        plain = _html_text(text)
-        if quotes_grader(plain) or mentions_grader_path(plain):
+        tests = _test_cells(course.source / assignment / f"{page.stem}.ipynb") if (
+            page.stem in graded) else 0
+        trouble = check_page(page.read_text(errors="replace"),
+                             hidden_lines(str(course.source / assignment)), tests)
+        if trouble:
             page.unlink()
-            raise LeakError(f"{student}/{assignment}: {page.name} still showed grading "
-                            "material and was deleted; please report this")
+            raise LeakError(f"{student}/{assignment}: {page.name} was deleted: {trouble}; "
+                            "please report this")
     return pages
+
+
+def check_page(page: str, hidden: frozenset[str], test_cells: int) -> str:
+    """What is wrong with a feedback page in what the grader controls ("" if nothing):
+    it must be stamped by the inert exporter, and its ``test_cells`` test cells (whose
+    code is the course's, not the student's) must show no hidden-test line."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, features="html.parser")
+    if not any(is_stamp(m) for m in soup.find_all("meta")):
+        return ("it was not made by autograder.inert.InertHTMLExporter (nbgrader_config.py: "
+                "GenerateFeedback.exporter_class)")
+    labels = [s for s in soup.find_all("span", class_="nbgrader-label")
+              if s.get_text().startswith("Grade cell")]
+    if len(labels) != test_cells:
+        return (f"{len(labels)} of its {test_cells} test cells were found in the page "
+                "(did nbgrader's feedback template change?)")
+    for label in labels:
+        panel = label.find_parent("div", class_="nbgrader_cell")
+        code = panel.find("div", class_="input_area") if panel else None
+        text = code.get_text() if code else ""
+        shown = {_norm(line) for line in text.splitlines()}
+        if BEGIN in text or END in text or shown & hidden:
+            return f"test cell {label.get_text()[len('Grade cell:'):].strip()} showed hidden tests"
+    return ""
+
+
+@functools.cache
+def hidden_lines(source_folder: str) -> frozenset[str]:
+    """Lines of an assignment's hidden tests that are nowhere else in its notebooks."""
+    folder = Path(source_folder)
+    cells = [c.source for nb in _notebooks(folder.parent, folder.name) for c in nb.cells]
+    hidden = {_norm(ln) for text in cells for ln in _hidden_part(text).splitlines()}
+    shown = {_norm(ln) for text in cells for ln in _strip_hidden(text)[0].splitlines()}
+    return frozenset(hidden - shown - {""})
+
+
+@functools.cache
+def _test_cells(path: Path) -> int:
+    """Test cells (graded, not the student's answer) in a notebook of the course."""
+    import nbformat
+
+    cells = nbformat.read(path, as_version=4).cells if path.exists() else []
+    return sum(1 for c in cells if c.cell_type == "code" and c.metadata.get(
+        "nbgrader", {}).get("grade") and not c.metadata.get("nbgrader", {}).get("solution"))
 
 
 def write_note_page(path: Path, student, assignment, name, record, notes) -> None:
@@ -333,7 +397,7 @@ def write_note_page(path: Path, student, assignment, name, record, notes) -> Non
     items = "".join(f"<li>{esc(n.replace('`', ''))}</li>" for n in notes) or (
         "<li>this notebook could not be graded</li>")
     path.write_text(
-        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'>{STAMP}"
         f"<title>{esc(assignment)}: {esc(name)}</title></head><body>"
         f"<h1>{esc(assignment)}: {esc(name)}.ipynb</h1>"
         f"<p>Student: {esc(student)}. Score for the assignment: {esc(score)}.</p>"

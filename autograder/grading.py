@@ -51,6 +51,7 @@ from .notes import compose_notes, has_problem, note_line  # noqa: E402
 from .pool import Pool, Task  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
 from .sandbox import check_for_grading  # noqa: E402
+from .review import flag_submission, review_note  # noqa: E402
 
 
 @dataclass
@@ -130,6 +131,10 @@ class ClassGrading:
                           if n.endswith(".ipynb"))
         line = note_line(notes, n_notebooks, totals.late_seconds)
         problem = has_problem(notes)
+        # Flags for review: in the record and the note line, never a problem or a score.
+        review = flag_submission(sub.folder, self.course.source / sub.assignment, [
+            e.used_file for e in result.notebooks.values() if e.used_file] or None)
+        line = "; ".join(part for part in (line, review_note(review)) if part)
         seconds = round(time.monotonic() - task.first_started, 1)
         if result.record:
             install(self.course, sub.student, sub.assignment,
@@ -142,6 +147,7 @@ class ClassGrading:
                         "cells": totals.cells, "runs": task.attempt, "seconds": seconds,
                         "late_seconds": totals.late_seconds, "seed": task.seed,
                         "isolation": result.isolation,
+                        "review": review,
                         "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                     })
         self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,

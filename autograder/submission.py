@@ -19,6 +19,7 @@ The submission folder itself is never modified.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,11 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, Note | None
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")),
                                                     list):
         return None, Note(f"{label} is JSON but not a Jupyter notebook: 0 points", True)
+    if re.search(r"\\u[dD][89a-fA-F]", text):  # "\ud800": text no file can hold (as `?`)
+        plain = json.dumps(data, ensure_ascii=False)
+        fixed = plain.encode("utf-8", "replace").decode("utf-8")
+        if fixed != plain:
+            text, data = fixed, json.loads(fixed)
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)

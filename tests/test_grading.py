@@ -220,6 +220,17 @@ def test_a_renamed_notebook_is_graded_and_extra_files_are_left_out(tmp_path, exp
     assert "refgrad.py" in notes[0].text and "link.py" not in notes[0].text
 
 
+def test_text_no_file_can_hold_is_replaced(tmp_path):
+    """A lone surrogate ("\\ud800" in the JSON) would make writing the grading copy fail."""
+    nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    nb.cells[0].source += " \ud800 and \U0001f600"
+    path = tmp_path / NB
+    path.write_text(json.dumps(nb))  # ASCII JSON: the surrogate stays an escape
+    read, note = read_notebook(path)
+    assert note is None and read.cells[0].source.endswith(" ? and \U0001f600")
+    nbformat.writes(read).encode("utf-8")
+
+
 def test_a_damaged_notebook_structure_is_repaired(tmp_path, expected):
     data = json.loads(notebook_path(SOLUTIONS, A).read_text())
     data["cells"][0]["bogus"] = 1
@@ -362,7 +373,8 @@ def test_export_writes_grades_and_cells(tmp_path):
         gb.db.commit()
     (tmp_path / "autograded" / "Zoë" / A).mkdir(parents=True)
     (tmp_path / "autograded" / "Zoë" / A / ".autograder.json").write_text(
-        json.dumps({"problem": True, "note": "cell 3 was stopped"}))
+        json.dumps({"problem": True, "note": "cell 3 was stopped",
+                    "review": ["imports torch", "calls os.kill"]}))
     grades_csv, cells_csv = commands_export(tmp_path)
     rows = list(csv.DictReader(grades_csv.open(encoding="utf-8")))
     assert list(rows[0])[:4] == ["student", "assignment", "score", "max_score"]
@@ -371,6 +383,9 @@ def test_export_writes_grades_and_cells(tmp_path):
     assert (by["Zoë"]["score"], by["Zoë"]["problem"], by["Zoë"]["note"]) == (
         "3", "yes", "cell 3 was stopped")
     assert (by["carl"]["score"], by["carl"]["submitted"]) == ("0", "no")
+    assert list(rows[0])[-1] == "review"
+    assert (by["Zoë"]["review"], by["alice"]["review"], by["carl"]["review"]) == (
+        "imports torch; calls os.kill", "", "")
     cells = list(csv.DictReader(cells_csv.open(encoding="utf-8")))
     assert list(cells[0]) == ["student", "assignment", "notebook", "cell", "score",
                               "max_score"]

@@ -345,7 +345,7 @@ def test_feedback_never_shows_grading_material(graded):
     assert {p.suffix for p in files} == {".html"}
     students = {p.name for p in (root / "submitted").iterdir()}
     assert {p.parent.parent.name for p in files} == students
-    secret = [str(root / "autograder"), "BEGIN HIDDEN TESTS", "load_grader(", "_refgrad_"]
+    secret = [str(root / "autograder"), "BEGIN HIDDEN TESTS", "load_grader("]
     import html
     import re
 
