@@ -50,8 +50,8 @@ from .messages import Job, Result  # noqa: E402
 from .notes import compose_notes, has_problem, note_line  # noqa: E402
 from .pool import Pool, Task  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
-from .sandbox import check_for_grading  # noqa: E402
 from .review import flag_submission, review_note  # noqa: E402
+from .sandbox import check_for_grading  # noqa: E402
 
 
 @dataclass

@@ -226,7 +226,7 @@ def _notice(what: str) -> dict:
 
 ACTIVE = words("""
 script style link meta base iframe frame frameset object embed applet param form input
-button select textarea option portal fencedframe svg math template noscript noembed
+button select textarea option portal fencedframe svg template noscript noembed
 noframes xmp plaintext
 """)
 URL_ATTRIBUTES = words("""
@@ -248,6 +248,9 @@ def final_pass(page: str, trusted: frozenset[str]) -> str:
             continue
         if str(element) not in trusted:
             element.decompose()
+    for element in soup.find_all("math"):  # offline math: presentation MathML only
+        if not element.decomposed and not mathml_only(element):
+            element.decompose()
     for element in soup.find_all(True):
         for name in list(element.attrs):
             if not _safe_page_attribute(element.name, name, element.attrs[name]):
@@ -255,6 +258,21 @@ def final_pass(page: str, trusted: frozenset[str]) -> str:
     stamp = BeautifulSoup(STAMP, features="html.parser").meta
     (soup.head or soup).append(stamp)
     return str(soup)
+
+
+def mathml_only(element) -> bool:
+    """Whether a ``<math>`` element holds nothing but the MathML that offline_math.py
+    writes (see sanitize.MATHML), with its attributes."""
+    from .sanitize import MATHML, MATHML_ATTRIBUTES
+
+    for node in [element, *element.find_all(True)]:
+        if node.name not in MATHML:
+            return False
+        allowed = MATHML_ATTRIBUTES | ({"xmlns"} if node.name == "math" else set())
+        if any(name not in allowed for name in node.attrs):
+            return False
+    return element.get("xmlns", "http://www.w3.org/1998/Math/MathML") == (
+        "http://www.w3.org/1998/Math/MathML")
 
 
 def _safe_page_attribute(tag: str, name: str, value) -> bool:

@@ -33,7 +33,21 @@ dl dt em figcaption figure h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q
 s samp small span strike strong sub summary sup table tbody td tfoot th thead tr tt u ul var
 wbr
 """)
+# Presentation MathML, as offline_math.py writes it for $...$ (no links, actions, glyphs
+# or embedded HTML: no href, maction, mglyph, annotation-xml).
+MATHML = words("""
+math mrow mi mo mn ms mtext mspace msup msub msubsup mfrac msqrt mroot mover munder
+munderover mtable mtr mtd mstyle menclose mpadded mphantom merror
+""")
+MATHML_ATTRIBUTES = words("""
+display mathvariant stretchy fence separator form lspace rspace columnalign rowalign
+columnspacing rowspacing columnlines rowlines linethickness accent accentunder width height
+depth movablelimits largeop symmetric minsize maxsize displaystyle scriptlevel notation
+""")
+TAGS = TAGS | MATHML
 ATTRIBUTES = {
+    **dict.fromkeys(MATHML, MATHML_ATTRIBUTES),
+    "math": MATHML_ATTRIBUTES | {"xmlns"},
     "*": {"class", "title", "style", "lang", "dir"},
     "a": {"href", "name"},
     "img": {"src", "alt", "width", "height"},
@@ -61,6 +75,8 @@ def _allowed_attribute(tag: str, name: str, value: str) -> bool:
         return bool(IMAGE_URL.match(squeeze(value)))
     if tag == "a" and name == "href":
         return not squeeze(value).lower().startswith("data:")
+    if name == "xmlns":
+        return value == "http://www.w3.org/1998/Math/MathML"
     return True
 
 

@@ -146,7 +146,10 @@ for _ in range(40):
     pids.append(pid)
 daemon = subprocess.Popen(["sleep", "600"], env={{}}, start_new_session=True)
 pids.append(daemon.pid)
-open({str(pidfile)!r}, "w").write(" ".join(map(str, pids)))"""))
+try:  # outside a sandbox the test can check these pids; inside, the path is not there
+    open({str(pidfile)!r}, "w").write(" ".join(map(str, pids)))
+except OSError:
+    pass"""))
     deleted = copy(solution)
     del deleted.cells[grade_cells(deleted)[0]]
     put("deleted_test", deleted)
@@ -277,6 +280,11 @@ def test_millions_of_lines_are_capped(graded):
 
 def test_forked_processes_are_all_killed(graded):
     assert score(graded, "forks") == score(graded, "correct")
+    daemons = [p.pid for p in psutil.process_iter(["cmdline"])
+               if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
+    assert daemons == []
+    if graded["records"]["forks"].get("isolation") == "bubblewrap":
+        return  # pids inside the sandbox's namespace mean nothing here; the daemon is gone
     pids = [int(p) for p in graded["pidfile"].read_text().split()]
     assert len(pids) == 41
     alive = []
@@ -330,7 +338,7 @@ def test_planted_modules_and_monkeypatching_earn_nothing(graded):
     assert score(graded, "planted_fakes") == score(graded, "bug")
     assert "autograder/hidden/01_value.py" in note(graded, "planted_fakes")
     assert score(graded, "monkeypatched") == score(graded, "bug")
-    assert "changed functions the tests rely on" in note(graded, "monkeypatched")
+    assert "flagged for review" in note(graded, "monkeypatched")
     assert score(graded, "patches_during_test") <= score(graded, "bug")
 
 
@@ -356,7 +364,8 @@ def test_feedback_never_shows_grading_material(graded):
             assert word not in text, (page, word)
         assert not quotes_grader(text), page
     leaked = [p.name for p in (root / "autograded" / "leaks_grader" / A).iterdir()]
-    assert any(name.endswith(".stolen.txt") for name in leaked)  # it did try
+    assert not any(name.endswith(".stolen.txt") for name in leaked)  # a sandbox or not:
+    # the kernel has no load_grader to find the grader by, and its files stay in it
     corrupt = next((root / "feedback" / "corrupt" / A).glob("*.html")).read_text()
     assert "broken JSON" in corrupt
 
