@@ -197,6 +197,8 @@ class GuardedExecute(Execute):
         result = verdicts.verdict(self._assignment, gid, kernel)
         if self._probe_lost:
             return None
+        if result.grader_error:
+            self._event("grader", index, cell)
         return result
 
     def _ask_probe(self, request: dict, index: int, cell) -> dict:

@@ -26,7 +26,8 @@ class Event:
 
     ``kind`` is one of: died (the kernel died), stuck (a cell ignored the interrupt),
     timeout (a cell hit the per-cell limit), wall (the notebook's limit ran out), memory,
-    output (output was cut), skipped (a cell was skipped, as asked)."""
+    output (output was cut), skipped (a cell was skipped, as asked), grader (a hidden test
+    could not check the kernel's answer)."""
 
     kind: str
     cell: int | None  # the cell's index in the notebook as run

@@ -20,8 +20,10 @@ EVENT_TEXT = {
     "wall": "the notebook ran out of its {wall} s time limit at {cell}",
     "memory": "{cell} ran out of memory (limit {memory})",
     "output": "{cell} printed too much; only the first {output} kept",
+    "grader": "the hidden test of {cell} could not check the kernel's answer (a grader bug, "
+              "or code that changed the probe): see its message",
 }
-PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory"}
+PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "grader"}
 
 Notes = dict[str, list[tuple[str, bool]]]  # notebook name ("" for the folder) -> (text, problem)
 

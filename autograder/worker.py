@@ -116,6 +116,7 @@ class Worker:
             app.create_student = True
             outcome = capture_log(app)
             oslimits.kill_descendants()
+            oslimits.reap_orphans()  # the sandboxes' bwrap processes, once they have ended
             out = private / "autograded" / STUDENT / job.assignment / f"{prep.name}.ipynb"
             entry.graded = bool(outcome.get("success")) and out.exists()
             entry.events = [e for run in RUNS for e in run["events"]]
