@@ -119,7 +119,7 @@ def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
     """The hidden test's verdict on the namespace as it is (the probe runs in a fork)."""
     from autograder import verdicts
 
-    kernel = verdicts.Kernel(verdicts.local_ask(ns), verdicts.cell_seed(seed, cell_id), 120)
+    kernel = verdicts.Kernel(verdicts.local_ask(ns), verdicts.cell_seed(seed, cell_id), 30)
     return verdicts.verdict(assignment, cell_id, kernel)
 
 

@@ -306,6 +306,14 @@ if self.data > 709.78:
 ]
 
 
+# Mutants of the solutions (tests/test_mutants.py) that no test can tell from it.
+EQUIVALENT_MUTANTS = {
+    "act_relu line 4: Gt -> GtE": "relu's data at exactly 0 is 0 with > or >=",
+    "act_sigmoid line 5: 0 + 1": "which stable formula serves 0 <= x < 1: both are exact there",
+    "act_sigmoid line 5: GtE -> Gt": "which stable formula serves x = 0: both give 0.5",
+}
+
+
 @pytest.fixture(scope="module")
 def solution():
     return read(SOURCE, A)

@@ -130,6 +130,8 @@ CHOICES_TRAIN = """\
         for p in model.parameters():
             p.data -= lr * (1.0 - lr_decay * k / steps) * p.grad
         losses.append(float(loss.data))
+        if print_every and (k % print_every == 0 or k + 1 == steps):
+            print("step", k + 1, "of", steps, "loss", round(loss.data, 5))
 """
 
 
@@ -317,6 +319,12 @@ BUGS = [
         {TRAIN},
     ),
     ("update with += instead of -=", "p.data -= rate * p.grad", "p.data += rate * p.grad", {TRAIN}),
+    (
+        "train prints nothing (print_every ignored)",
+        "        if print_every and (k % print_every == 0 or k == steps - 1):\n",
+        "        if False:\n",
+        {TRAIN},
+    ),
     ("learning rate never decays", "rate = lr * (1 - lr_decay * k / steps)", "rate = lr", {TRAIN}),
     (
         "learning rate grows",
@@ -449,6 +457,13 @@ VARIANTS = [
 ]
 
 
+# Mutants of the solutions (tests/test_mutants.py) that no test can tell from it.
+EQUIVALENT_MUTANTS = {
+    "mlp_bce line 6: 0 + 1": "which stable formula serves 0 <= z < 1: both are exact there",
+    "mlp_bce line 6: GtE -> Gt": "which stable formula serves z = 0: both give log 2",
+}
+
+
 @pytest.fixture(scope="module")
 def solution():
     return read(SOURCE, A)
@@ -501,10 +516,10 @@ MESSAGES = [
     ("relu on the output layer", "mlp", "is the last layer linear?"),
     ("Layer returns a list for nout == 1", "mlp", "should return that Value itself"),
     ("Layer lists all weights, then all biases", "mlp", "neuron by neuron, each w, then b"),
-    ("Neuron lists the bias first", "neuron", "w[0], w[1], ... and then b"),
+    ("Neuron lists the bias first", "neuron", "should list w[0], w[1], w[2], b got b, w[0]"),
     ("Neuron forgets the bias in parameters()", "neuron", "the 3 weights and the bias"),
     ("zero_grad resets data, not grad", "neuron", "grad should be 0.0"),
-    ("Linear lists the biases first", "linear", "row by row, then bias[0]"),
+    ("Linear lists the biases first", "linear", "got bias[0], bias[1], bias[2], weight[0][0]"),
     ("Linear returns a Value for nout == 1", "linear", "should return a list of 1 Value,"),
     ("training without zero_grad", "training", "zero them before backward"),
     ("update with += instead of -=", "training", "climbs the gradient"),

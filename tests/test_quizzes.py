@@ -34,6 +34,13 @@ SIZE = {ENGINE: (13, 17), MLP: (15, 19)}  # (questions, points)
 FUNCTIONS = {(ENGINE, "q13"): "softplus_grad", (MLP, "q6"): "hinge_grad"}
 
 
+# Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
+EQUIVALENT_MUTANTS = {
+    "mlp_quiz_q6 line 5: Gt -> GtE": "hinge_grad differs only at the kink 1 - y*s = 0, where "
+                                     "the slope is undefined and never asked for",
+}
+
+
 @pytest.fixture(scope="module")
 def graders():
     """Each quiz's hidden-answer module, by assignment."""

@@ -266,7 +266,8 @@ def zero_grad(kernel: Kernel) -> None:
             if node["grad"] != 0:
                 kind = "the output" if node["root"] else (
                     "the leaf" if node["leaf"] else "the inner node")
-                fail(f"zero_grad(f) left grad {num(node['grad'])} on {kind} {name}\n{where}")
+                fail(f"zero_grad(f) should leave grad 0 on {kind} {name}, got "
+                     f"{num(node['grad'])}\n{where}")
 
 
 # ---- exercise 4: numerical_grad -------------------------------------------------------------
@@ -332,7 +333,7 @@ def numerical_grad(kernel: Kernel) -> None:
                  f"{got['args'][1]}): nudge copies of it\n{where}")
         for i, (g, want) in enumerate(zip(value, truth(source, xs))):
             if not close(g, want, rel=1e-7, abs_=1e-5):
-                fail(f"numerical_grad(f, xs)[{i}] is off: df/dx{i} = {want:.10g}, got "
+                fail(f"numerical_grad(f, xs)[{i}] should be df/dx{i} = {want:.10g}, got "
                      f"{num(g)}\n{where}\n(central differences: (f(x+h) - f(x-h)) / (2h))")
     _uses_h(x0, results[-2:])
 

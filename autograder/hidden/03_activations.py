@@ -121,7 +121,7 @@ def relu(kernel: Kernel) -> None:
         if not close(result["data"][-1], 0.0):
             fail(f"`relu`: Value(0).relu() should be 0, got {num(result['data'][-1])}")
         if not close(result["grads"][0], 0.0):
-            fail("`relu`: at x = 0 relu has a kink: by convention its gradient is 0 there "
+            fail("`relu`: at x = 0 relu has a kink: by convention its gradient should be 0 there "
                  f"(as in PyTorch), got {num(result['grads'][0] / 2)} times out.grad")
     check_op(kernel, "relu", visible, [1000.0, -1000.0, 1e-6, -1e-6])
 

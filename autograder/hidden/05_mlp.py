@@ -12,6 +12,7 @@ student wrote.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 
 from .common import Given, Kernel, RefValue, close, fail, num, ref_nn
@@ -47,7 +48,8 @@ def vec(values: Sequence[float]) -> str:
 
 def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
                  given: Sequence[Given] = (), layout: list[str] | None = None,
-                 layout_text: str = "", hint: Callable[[float, float], str] = lambda g, w: "",
+                 layout_labels: Sequence[str] = (),
+                 hint: Callable[[float, float], str] = lambda g, w: "",
                  zero_grad: bool = False, count_text: str = "") -> None:
     """Build ``build`` with the student's classes; copy ``ref``'s (randomized) weights into
     it in parameters() order; compare outputs, and gradients from each output."""
@@ -73,13 +75,15 @@ def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
     if not info["unique"]:
         fail(f"{params_text} lists the same Value twice")
     if info["count"] != len(ref_params):
-        fail(f"{params_text} gave {info['count']} Values, expected {len(ref_params)}"
-             + (f": {count_text}" if count_text else ""))
+        detail = f" ({count_text})" if count_text else ""
+        fail(f"{params_text} should give {len(ref_params)} Values{detail}, got {info['count']}")
     if info["again"] != info["count"]:
-        fail(f"{params_text} gave {info['count']} Values, then {info['again']} when called "
-             "again: build the list afresh on each call")
-    if layout is not None and info.get("layout") is False:
-        fail(f"{params_text} should list {layout_text}, in that order")
+        fail(f"{params_text} should give the same {info['count']} Values each time, got "
+             f"{info['again']} when called again: build the list afresh on each call")
+    order = info.get("layout")
+    if layout_labels and isinstance(order, list) and order != list(range(len(order))):
+        fail(f"{params_text} should list {_labels(layout_labels, range(len(order)))}\n"
+             f"got {_labels(layout_labels, order)}")
     if len(info.get("runs") or ()) != len(runs):
         fail(f"{build}: the kernel's answer is incomplete (was the grading code in the kernel "
              "changed?)")
@@ -91,6 +95,12 @@ def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
         if any(g != 0.0 for g in info["zeroed"]):
             fail(f"after {build}.zero_grad() every parameter's grad should be 0.0, got "
                  f"{vec(info['zeroed'][:4])}...")
+
+
+def _labels(labels: Sequence[str], positions) -> str:
+    """The names of the parameters at ``positions`` (the first five), for a message."""
+    shown = [labels[p] if 0 <= p < len(labels) else "?" for p in list(positions)[:5]]
+    return ", ".join(shown) + (", ..." if len(list(positions)) > 5 else "")
 
 
 def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
@@ -147,14 +157,14 @@ def neuron(kernel: Kernel) -> None:
         fail(f"zero_grad() raised {base['zero_grad_failed']}")
     if base["grads"] != [0.0, 0.0]:
         fail("after zero_grad() every parameter's grad should be 0.0; a module with grads 3 "
-             f"and -0.5 still has {num(base['grads'][0])} and {num(base['grads'][1])}")
+             f"and -0.5: got {num(base['grads'][0])} and {num(base['grads'][1])}")
     if base["data"] != [1.5, -2.0]:
         fail("zero_grad() should change only the grads: it changed a parameter's data")
     for nin, nonlin in [(3, True), (1, True), (2, False), (5, True), (4, False), (16, True)]:
         build = f"Neuron({nin})" if nonlin else f"Neuron({nin}, nonlin=False)"
         ref = ref_nn.Neuron(nin, nonlin=nonlin, rng=kernel.rng.randrange(10**6))
         check_module(kernel, build, ref, nin, rounds=6, layout=["m.w", "m.b"],
-                     layout_text="w[0], w[1], ... and then b", zero_grad=True,
+                     layout_labels=[f"w[{j}]" for j in range(nin)] + ["b"], zero_grad=True,
                      hint=_neuron_hint,
                      count_text=f"the {nin} weight{'s' * (nin > 1)} and the bias")
 
@@ -212,7 +222,8 @@ def linear(kernel: Kernel) -> None:
         check_module(kernel, f"Linear({nin}, {nout})", ref, nin, given=MODULE,
                      count_text=f"{nout * nin} weights and {nout} biases",
                      layout=["m.weight", "m.bias"],
-                     layout_text="weight[0][0], weight[0][1], ... row by row, then bias[0], ...")
+                     layout_labels=[f"weight[{r}][{c}]" for r in range(nout) for c in range(nin)]
+                     + [f"bias[{i}]" for i in range(nout)])
     for build, parts, nin in SEQUENTIALS:
         r = random.Random(rng.randrange(10**6))
         made = {"L": lambda a, b, r=r: ref_nn.Linear(a, b, rng=r), "R": ref_nn.ReLU,
@@ -331,6 +342,8 @@ def training(kernel: Kernel) -> None:
     linear model on x0, x1 and x0*x1)."""
     rng = kernel.rng
     steps, lr, decay = rng.randint(6, 10), rng.choice((0.2, 0.3, 0.4)), rng.choice((0.25, 0.5))
+    every = rng.randint(2, 4)  # and a number of steps whose last one is not a multiple
+    printed_steps = rng.choice([n for n in range(7, 14) if (n - 1) % every])
     xor_xs, xor_ys = [], []
     for cx, cy, label in XOR_POINTS:
         for _ in range(5):
@@ -349,6 +362,8 @@ def training(kernel: Kernel) -> None:
          "ys": xor_ys, "kwargs": {"steps": 60, "lr": 0.2}},
         {"model": "features", "seed": rng.randrange(10**6), "loss": "hinge", "xs": xor_xs,
          "ys": xor_ys, "kwargs": {"steps": 100, "lr": 0.2, "batch_size": 5, "lr_decay": 0.5}},
+        {"model": "scale", "p0": 0.0, "loss": "mean", "xs": [[1.0]] * 3, "ys": [0.0] * 3,
+         "kwargs": {"steps": printed_steps, "lr": 0.1, "print_every": every}},
     ]
     results = kernel.run("train", value="Value", function="train", runs=runs, what="train")
     for run, got in zip(runs, results):
@@ -362,7 +377,8 @@ def training(kernel: Kernel) -> None:
     _update_rule(results[2], steps, lr, decay)  # first: its failures say why
     _batches(results[3])
     _visible(results[0], results[1])
-    for run, got in zip(runs[4:], results[4:]):
+    _printed(results[2]["printed"], results[6]["printed"], **runs[6]["kwargs"])
+    for run, got in zip(runs[4:6], results[4:6]):
         losses = got["returned"]
         first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
         if not last < 0.5 * first or got["right"] < len(xor_ys):
@@ -401,8 +417,8 @@ def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
     what = f"train(model, xs, ys, loss_fn, steps={steps}, lr={lr}, lr_decay={decay})"
     wrong = next((n for n in got["sizes"] if n != 6), None)
     if wrong is not None:
-        fail(f"with batch_size=None each step's loss should use all 6 samples; loss_fn got "
-             f"{wrong} predictions")
+        fail(f"{what} (batch_size=None): each step's loss should use all 6 samples; loss_fn "
+             f"got {wrong} predictions")
     rates = [lr * (1 - decay * k / steps) for k in range(steps)]
     want, p = -sum(rates), got["params"][0]
     if not close(p, want):
@@ -414,7 +430,7 @@ def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
         elif close(p, -lr * steps):
             hint = "\n(the rate never decays: at step k use lr * (1 - lr_decay * k / steps))"
         fail(f"{what} on a model whose loss always has gradient 1: its parameter should go "
-             f"from 0 to {num(want)}, but ended at {num(p)}{hint}")
+             f"from 0 to {num(want)}, got {num(p)}{hint}")
     p = 0.0
     for k, (loss, rate) in enumerate(zip(got["returned"], rates)):
         if not close(loss, p):
@@ -423,19 +439,37 @@ def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
         p -= rate
 
 
+def _printed(quiet: list[str], lines: list[str], steps: int, lr: float,
+             print_every: int) -> None:
+    """With print_every=0 nothing is printed; otherwise one line at each step k with
+    k % print_every == 0 and at the last step, naming the step (counted from 1 or 0)."""
+    if quiet:
+        fail(f"train(..., print_every=0) should print nothing, got {quiet[0][:40]!r}")
+    what = f"train(..., steps={steps}, print_every={print_every})"
+    ks = [k for k in range(steps) if k % print_every == 0 or k == steps - 1]
+    if len(lines) != len(ks):
+        fail(f"{what} should print {len(ks)} lines (steps {', '.join(str(k + 1) for k in ks)}), "
+             f"got {len(lines)}")
+    for base in (1, 0):
+        if all(re.search(rf"\b{k + base}\b", line) for k, line in zip(ks, lines)):
+            return
+    fail(f"{what} should print steps {', '.join(str(k + 1) for k in ks)}; got the lines "
+         f"{lines[0][:30]!r}, ...")
+
+
 def _batches(got: dict) -> None:
     """Random batches of the right size, each x paired with its own y, every sample used."""
     what = "train(..., steps=40, lr=0, batch_size=4)"
     wrong = next((size for size in got["sizes"] if size != 4), None)
     if wrong is not None:
-        fail(f"with batch_size=4, every step's loss should use 4 samples; loss_fn got {wrong} "
+        fail(f"{what}: every step's loss should use 4 samples; loss_fn got {wrong} "
              "predictions")
     if got["mismatched"]:
-        fail("train should pass loss_fn the ys of the same samples as the xs: a batch paired "
-             "an x with another sample's y")
+        fail("train should pass loss_fn the ys of the same samples as the xs: got a batch "
+             "that paired an x with another sample's y")
     if got["used"] < 12:
-        fail(f"{what} on 12 samples used only {got['used']} of them: draw a new random batch "
-             "at every step")
+        fail(f"{what} should use all 12 samples over 40 steps, got {got['used']} of them: "
+             "draw a new random batch at every step")
 
 
 TESTS = {

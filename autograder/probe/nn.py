@@ -3,6 +3,9 @@ losses made here that depend on nothing else the student wrote (inside the kerne
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 from .runtime import OPERATIONS, data_of, error_text, failure, grad_of, lookup, plain, short_repr
 
 
@@ -54,10 +57,11 @@ def op_module(ns, value: str, build: str, weights: list[float], runs: list[dict]
             "not_values": [short_repr(p) for p in params
                            if not (hasattr(p, "data") and hasattr(p, "grad"))][:1],
             "unique": len({id(p) for p in params}) == len(params)}
-    if layout is not None:
+    if layout is not None:  # each parameter's place in the layout (-1: not in it)
         try:
             expected = _flatten([eval(expr, {"m": module}) for expr in layout])
-            info["layout"] = [id(p) for p in params] == [id(p) for p in expected]
+            where = {id(p): i for i, p in enumerate(expected)}
+            info["layout"] = [where.get(id(p), -1) for p in params]
         except Exception:
             info["layout"] = None
     if info["not_values"] or not info["unique"] or len(params) != len(weights):
@@ -169,14 +173,18 @@ def op_train(ns, value: str, function: str, runs: list[dict]) -> list:
                 total = total + term
             return total * (1.0 / len(terms))
 
+        printed = io.StringIO()
         try:
-            result = train(model, run["xs"], run["ys"], loss_fn, **run["kwargs"])
+            with contextlib.redirect_stdout(printed):
+                result = train(model, run["xs"], run["ys"], loss_fn, **run["kwargs"])
         except Exception as exc:
             out.append(failure("call", exc))
             continue
         entry = {"returned": plain(result), "params": [data_of(p) for p in model.parameters()],
                  "sizes": seen["sizes"][:1000], "mismatched": seen["mismatched"],
-                 "used": len(seen["used"])}
+                 "used": len(seen["used"]),
+                 "printed": [ln[:200] for ln in printed.getvalue().splitlines()
+                             if ln.strip()][:200]}
         if run["model"] == "features":
             entry["right"] = sum((model(x).data > 0) == (y > 0)
                                  for x, y in zip(run["xs"], run["ys"]))
