@@ -71,8 +71,8 @@ BUGS = [
 
 # Correct, but not written the way the solution is: every one must keep full marks.
 VARIANTS = [
-    ("_prev as a tuple", "self._prev = set(_children)", "self._prev = tuple(_children)"),
-    ("_prev as a list", "self._prev = set(_children)", "self._prev = list(_children)"),
+    ("_prev as a tuple", "self._prev = set(_parents)", "self._prev = tuple(_parents)"),
+    ("_prev as a list", "self._prev = set(_parents)", "self._prev = list(_parents)"),
     ("other op labels", '(self, other), "+")', '(self, other), "add")'),
     (
         "__sub__ with its own closure",

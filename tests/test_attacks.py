@@ -82,8 +82,8 @@ class Liar(float):
     def __le__(self, other): return True
     __hash__ = float.__hash__
 class Value:
-    def __init__(self, data, _children=(), _op="", label=""):
-        self.data, self.grad, self._prev = Liar(data), Liar(0.0), set(_children)
+    def __init__(self, data, _parents=(), _op="", label=""):
+        self.data, self.grad, self._prev = Liar(data), Liar(0.0), set(_parents)
         self._backward = lambda: None
     def __add__(self, other): return Value(0.0)
     __mul__ = __radd__ = __rmul__ = __sub__ = __truediv__ = __pow__ = __add__

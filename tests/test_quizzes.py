@@ -263,8 +263,8 @@ def test_torch_agrees_with_the_pytorch_answers(solutions, answers):
 class LessonValue:
     """A Value as the lessons write it: closures without arguments."""
 
-    def __init__(self, data, _children=(), _op=""):
-        self.data, self.grad, self._prev, self._op = float(data), 0.0, set(_children), _op
+    def __init__(self, data, _parents=(), _op=""):
+        self.data, self.grad, self._prev, self._op = float(data), 0.0, set(_parents), _op
         self._backward = lambda: None
 
 
