@@ -18,8 +18,9 @@ scratch (fresh gradebook, nothing autograded yet), in a private copy of the cour
                and run it with nbclient, one after the other; Python's start-up and
                imports are not counted.
 
-Printed: throughput (a)/(b) (target >= 1.6 on 2 cores) and the per-notebook cost
-(c)/N against (d)/N (target <= 1.3). The machine may be shared: the load average is
+Printed: throughput (a)/(b) (target >= 1.6 on 2 cores), the per-notebook cost
+(c)/N against (d)/N (target <= 1.3), and (c)'s time per submission of each assignment,
+05_mlp's against 01_value's (target <= 2). The machine may be shared: the load average is
 printed, and only ratios measured in the same run mean anything. Not a test.
 """
 
@@ -113,6 +114,23 @@ def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: 
     return time.perf_counter() - start
 
 
+def per_lesson(course: Path) -> None:
+    """Seconds per submission of each assignment with one worker (from the records), and
+    05_mlp's against 01_value's (target <= 2: demonstrations are not run while grading)."""
+    import json
+    from statistics import mean
+
+    seconds: dict[str, list[float]] = {}
+    for record in course.glob("autograded/*/*/.autograder.json"):
+        rec = json.loads(record.read_text())
+        seconds.setdefault(rec["assignment"], []).append(rec["seconds"])
+    means = {a: mean(v) for a, v in sorted(seconds.items())}
+    print("per submission, one worker: " + ", ".join(f"{a} {s:.1f} s" for a, s in means.items()))
+    if "05_mlp" in means and "01_value" in means:
+        print(f"05_mlp / 01_value per submission: {means['05_mlp'] / means['01_value']:.2f}x"
+              "   (target <= 2)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=6, help="submissions per assignment")
@@ -158,6 +176,7 @@ def main() -> None:
         per_ours, per_floor = results[1] / n, bottom / len(graded)
         print(f"per notebook, ours with 1 worker / floor: {per_ours:.2f} s / {per_floor:.2f} s "
               f"= {per_ours / per_floor:.2f}x   (target <= 1.3)")
+        per_lesson(work / "ours-1")
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         if not args.keep:
