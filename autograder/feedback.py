@@ -137,13 +137,19 @@ def quotes_grader(text: str) -> bool:
     return any(tuple(lines[i:i + WINDOW]) in prints for i in range(len(lines) - WINDOW + 1))
 
 
+# Where a Dask worker keeps the grading material (plugins.py): the grader's files there.
+MATERIAL_PATH = re.compile(r"[^\s'\"]*/autograder-material/[0-9a-f]+")
+
+
 def mentions_grader_path(text: str) -> bool:
-    return any(p in text for p in grader_paths()) or "_grader_" in text or "_refgrad_" in text
+    return (any(p in text for p in grader_paths()) or "_grader_" in text
+            or "_refgrad_" in text or MATERIAL_PATH.search(text) is not None)
 
 
 def blank_paths(text: str) -> str:
     for p in sorted(grader_paths(), key=len, reverse=True):
         text = text.replace(p, "<course>")
+    text = MATERIAL_PATH.sub("<course>", text)
     return re.sub(r"_(grader|refgrad)_[0-9a-f]{16}", "<grader>", text)
 
 
