@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 import threading
 import time
 from collections import deque
@@ -41,6 +42,7 @@ from .discovery import Submission
 from .display import Display
 from .errors import GraderError
 from .messages import Event, Job, Progress, Result
+from .plugins import task_function
 
 KERNEL_START_ERRORS = ("Kernel didn't respond", "Kernel died before replying to kernel_info",
                        "No such kernel named")
@@ -175,6 +177,7 @@ class Dispatcher:
         self.kernel_failures = 0
         self.window = 2
         self.checked = 0.0
+        self.run_task = task_function()
         self.no_workers_since: float | None = None
 
     # -- the loop --
@@ -231,15 +234,14 @@ class Dispatcher:
         self.registered[assignment] = material.name
 
     def _submit(self, task: Task, done) -> None:
-        from .worker import grade
-
         self.counter += 1
         task.job = self.counter
         job = self.make_job(task, self.counter)
         job.topic = self.topic
         task.progress = None
         task.started = 0.0
-        task.future = self.client.submit(grade, job, key=f"grade-{self.topic}-{self.counter}",
+        task.future = self.client.submit(self.run_task, pickle.dumps(job),
+                                         key=f"grade-{self.topic}-{self.counter}",
                                          pure=False, retries=0)
         self.inflight[task.job] = task
         done.add(task.future)
@@ -299,11 +301,14 @@ class Dispatcher:
         status = future.status
         if status == "finished":
             try:
-                result = future.result()
+                kind, *answer = pickle.loads(future.result())
             except Exception as exc:  # the result could not be fetched
                 self._grader_failure(task, f"{type(exc).__name__}: {exc}")
             else:
-                self._finished(task, result)
+                if kind == "ok":
+                    self._finished(task, answer[0])
+                else:
+                    self._grader_failure(task, f"{answer[0]}\n{answer[1]}")
         elif status == "error":
             exc = future.exception()
             if isinstance(exc, KilledWorker):

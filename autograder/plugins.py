@@ -13,8 +13,8 @@ worker, including workers that join later or restart, the plugin
   behind stays among the worker's descendants, to be killed after each notebook;
 - starts importing nbgrader in the background, so the first task does not wait for it.
 
-Tasks find their material by digest (``locate``) and refuse to run without it. When
-``grade`` is done it unregisters the plugin, which removes the folder.
+Tasks (``task_function``) find their material by digest (``locate``) and refuse to run
+without it. When ``grade`` is done it unregisters the plugin, which removes the folder.
 
 This module is sent to workers by value (cloudpickle), since they may have nothing of the
 course installed: it imports only the standard library and ``distributed``.
@@ -110,6 +110,28 @@ class QuietWorker(WorkerPlugin):
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
+
+
+def task_function():
+    """The Dask task as the scheduler sees it: a pickled ``Job`` in, a pickled ``("ok",
+    Result)`` or ``("error", line, traceback)`` out. The scheduler unpickles every task it
+    is given, and it has nothing of the course either: only this function, made here so
+    that it travels by value, and bytes reach it. The grading is ``worker.grade``,
+    imported on the worker from the material."""
+
+    def run_task(payload: bytes) -> bytes:
+        import pickle
+        import traceback
+
+        try:
+            job = pickle.loads(payload)
+            result = importlib.import_module(f"{CODE}.worker").grade(job)
+            return pickle.dumps(("ok", result))
+        except Exception as exc:
+            return pickle.dumps(("error", f"{type(exc).__name__}: {exc}",
+                                 traceback.format_exc()[-3000:]))
+
+    return run_task
 
 
 def locate(worker, digest: str) -> Path:
