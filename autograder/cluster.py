@@ -47,6 +47,7 @@ from .plugins import task_function
 KERNEL_START_ERRORS = ("Kernel didn't respond", "Kernel died before replying to kernel_info",
                        "No such kernel named")
 CONNECT_SECONDS = 60  # to reach a scheduler
+GATEWAY = "dask-gateway:"  # --scheduler dask-gateway:CLUSTER_NAME
 NO_WORKERS_SECONDS = 300  # a cluster without workers for this long is a failure
 LOCAL_CONFIG = {
     # One task per worker at a time: when a worker dies, only the task it ran is suspect.
@@ -65,15 +66,23 @@ LOCAL_CONFIG = {
 
 
 class Cluster:
-    """A Dask client: on the scheduler at ``address``, or on a local cluster of ``jobs``
-    process workers (``start`` begins, ``client`` waits for it)."""
+    """A Dask client (``start`` begins, ``client`` waits for it) on
 
-    def __init__(self, address: str | None, jobs: int, work: Path, token: str):
+    - a local cluster of ``jobs`` process workers, when ``address`` is None;
+    - the scheduler at ``address`` (``tcp://host:8786``, or ``tls://...`` with Dask's TLS
+      settings), or the one a scheduler file names (``/path/scheduler.json``);
+    - a running dask-gateway cluster, ``dask-gateway:CLUSTER_NAME`` (the gateway's address
+      and credentials come from the dask-gateway settings, as on a JupyterHub);
+    - or, from Python, a ``distributed.Client`` or any Dask cluster object (dask-jobqueue,
+      dask-kubernetes, dask-gateway), which stays open afterwards."""
+
+    def __init__(self, address, jobs: int, work: Path, token: str):
         self.address = address
         self.jobs = max(1, jobs)
         self.work = work
         self.token = token  # local workers and their kernels carry it (limits.MARKER)
         self.local = None
+        self.borrowed = False  # the caller's client or cluster: left open
         self._client = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -88,9 +97,9 @@ class Cluster:
             import dask
             from distributed import Client, LocalCluster
 
-            if self.address:
-                self._client = Client(self.address, timeout=CONNECT_SECONDS,
-                                      set_as_default=False)
+            if self.address is not None:
+                self._client = connect(self.address)
+                self.borrowed = not isinstance(self.address, str)
                 return
             env = {oslimits.MARKER: self.token, "PYTHONDONTWRITEBYTECODE": "1"}
             dask.config.set(LOCAL_CONFIG)  # for this process's workers, restarted ones too
@@ -108,6 +117,23 @@ class Cluster:
             self._client.register_plugin(QuietWorker())
         except BaseException as exc:  # reported by client()
             self._error = exc
+
+    def scale(self, jobs: int) -> None:
+        """At least ``jobs`` local workers (starting the cluster if it is not started)."""
+        if self._thread is None:
+            self.jobs = max(1, jobs)
+            self.start()
+        elif self.address is None and jobs > self.jobs:
+            self._thread.join()
+            if self.local is not None:
+                self.local.scale(jobs)
+                self.jobs = jobs
+
+    def describe(self) -> str:
+        if self.address is None:
+            return f"with {self.jobs} worker(s)"
+        where = self.address if isinstance(self.address, str) else type(self.address).__name__
+        return f"on the Dask cluster at {where}"
 
     def client(self):
         if self._thread is not None:
@@ -127,13 +153,29 @@ class Cluster:
     def close(self) -> None:
         if self._thread is not None:
             self._thread.join()
-        if self._client is not None:
+        if self._client is not None and not self.borrowed:
             with contextlib.suppress(Exception):
                 self._client.close(timeout=10)
         if self.local is not None:
             with contextlib.suppress(Exception):
                 self.local.close(timeout=10)
             oslimits.kill_marked(self.token)  # whatever is left of the local workers
+
+
+def connect(address):
+    """A client on an existing cluster (see ``Cluster``)."""
+    from distributed import Client
+
+    if not isinstance(address, str):
+        return address if isinstance(address, Client) else address.get_client()
+    if address.startswith(GATEWAY):
+        from dask_gateway import Gateway
+
+        return Gateway().connect(address.removeprefix(GATEWAY)).get_client(
+            set_as_default=False)
+    if address.endswith(".json") or Path(address).is_file():
+        return Client(scheduler_file=address, timeout=CONNECT_SECONDS, set_as_default=False)
+    return Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
 
 
 def _preload_workers() -> None:

@@ -153,9 +153,9 @@ def add_grading_commands(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="submissions graded at once on this machine (default: its cores)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="grade on the Dask cluster whose scheduler is at ADDRESS (e.g. "
-                        "tcp://10.0.0.5:8786; see docs/grading.md) instead of on this "
-                        "machine")
+                   help="grade on an existing Dask cluster instead of this machine: its "
+                        "scheduler's address (tcp://10.0.0.5:8786), a scheduler file "
+                        "(scheduler.json) or dask-gateway:CLUSTER_NAME (docs/grading.md)")
     p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
     defaults = Limits()
     p.add_argument("--cell-timeout", type=int, metavar="S",

@@ -218,11 +218,12 @@ def grade(
     stream=None,
     progress: bool = True,
     subreaper: bool = False,
-    scheduler: str | None = None,
+    scheduler=None,
 ) -> GradeReport:
     """Grade pending submissions (all selected ones with ``force``); see the module doc.
-    ``scheduler``: the address of a Dask scheduler to grade on (else a local cluster of
-    ``jobs`` workers)."""
+    ``scheduler``: the Dask cluster to grade on (an address, a scheduler file,
+    ``dask-gateway:NAME``, a ``Client`` or a cluster object; see ``cluster.Cluster``),
+    else a local cluster of ``jobs`` workers."""
     started = time.monotonic()
     stream = stream or sys.stdout
     course = open_course(root, db_url)
@@ -248,8 +249,7 @@ def grade(
 
 def _grade(course: Course, subs: list[Submission], problems: list[str],
            limits: oslimits.Limits, jobs: int, force: bool, work: Path, stream,
-           progress: bool, started: float, subreaper: bool,
-           scheduler: str | None) -> GradeReport:
+           progress: bool, started: float, subreaper: bool, scheduler) -> GradeReport:
     cache_alembic_version()
     used = sorted({s.assignment for s in subs})
     graders = {a: grader_digest(a, course.source) for a in used}
@@ -287,13 +287,10 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
                 tasks.append(Task(sub, digest, graders[sub.assignment],
                                   grading.notebooks(sub.assignment)))
         if tasks:
-            if not pending:  # records current, gradebook not: grade them all the same
-                cluster.jobs = min(jobs, len(tasks))
-                cluster.start()
+            cluster.scale(min(jobs, len(tasks)))  # more than pending: the gradebook lost some
             display.total = len(tasks)
-            where = (f"on the Dask cluster at {scheduler}" if scheduler else
-                     f"with {min(jobs, len(tasks))} worker(s)")
-            print(f"grading {len(tasks)} submission(s) {where} ({limits.describe()}); "
+            print(f"grading {len(tasks)} submission(s) {cluster.describe()} "
+                  f"({limits.describe()}); "
                   f"{len(unchanged)} unchanged", file=stream, flush=True)
             dispatcher.run(tasks)
     finally:

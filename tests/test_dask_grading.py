@@ -103,6 +103,7 @@ class DaskCluster:
             assert self.scheduler.poll() is None, (folder / "log.txt").read_text()
             time.sleep(0.2)
         self.address = json.loads(info.read_text())["address"]
+        self.scheduler_file = info
 
     def _start(self, args: list[str], cwd: Path) -> subprocess.Popen:
         log = open(cwd / "log.txt", "w")  # noqa: SIM115 (closed with the process)
@@ -232,7 +233,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path
     students = {f"s{i}": (slow if i % 2 else blank) for i in range(8)}
     course = make_class(tmp_path / "course", students)
     run = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
-                            "--scheduler", cluster.address],
+                            "--scheduler", str(cluster.scheduler_file)],  # its file, this time
                            cwd=course, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     victim = None
