@@ -207,6 +207,7 @@ class Task:
     future: object | None = None
     progress: Progress | None = None  # what the current task reported last
     started: float = 0.0  # when the current task started running (monotonic)
+    careful: bool = False  # its workers died under it: it reports each cell before it runs
 
     @property
     def label(self) -> str:
@@ -403,10 +404,15 @@ class Dispatcher:
         self.finish(task, result, None)
 
     def _killed(self, task: Task, queue: deque) -> None:
-        """The task's workers kept dying (``KilledWorker``): run it once more without the
-        cell it was on, if it got to one; else it is noted (or, if it never got to a
+        """The task's workers kept dying (``KilledWorker``). Run it again, telling the
+        grader each cell before it runs (``Job.careful``) to learn which cell it is, then
+        without that cell; when runs are used up, it is noted (or, if it never got to a
         notebook, not recorded: the grader's fault)."""
         where = task.progress
+        if not task.careful:
+            task.careful = True
+            queue.appendleft(task)
+            return
         if where is not None and where.notebook and where.attempt < self.limits.attempts:
             event = Event("lost", where.cell, None, where.notebook)
             task.history.append(event)

@@ -116,7 +116,7 @@ class ClassGrading:
             course_id=self.course.course_id, material=self.prepare(sub.assignment).digest,
             files=submitted_files(sub.folder), limits=self.limits,
             skip={k: list(v) for k, v in task.skip.items()}, history=list(task.history),
-            attempt=task.attempt, owners=self.owners,
+            attempt=task.attempt, careful=task.careful, owners=self.owners,
             released=self.released.get(sub.assignment, []),
         )
 

@@ -111,6 +111,7 @@ class Job:
     owners: dict[str, str] = field(default_factory=dict)  # grade id -> its assignment
     released: list[str] = field(default_factory=list)  # files students were given
     topic: str = ""  # where the task reports its Progress (a Dask event topic)
+    careful: bool = False  # report each cell before it runs, and wait (it killed workers)
 
     @property
     def label(self) -> str:

@@ -94,7 +94,7 @@ class Worker:
         return self._expected[key]
 
     def config(self, job: Job, material: Path, scratch: Path, notebook: str,
-               skip: dict[str, list[int]], token: str):
+               skip: dict[str, list[int]], token: str, announce=None):
         from nbconvert.preprocessors import ClearMetadataPreprocessor
         from nbgrader.preprocessors import (
             AssignLatePenalties,
@@ -132,12 +132,16 @@ class Worker:
         extra.LimitedKernelManager.limits = job.limits.as_dict()
         extra.LimitedKernelManager.token = token
         extra.LimitedKernelManager.kernel_log = str(scratch / "kernel.log")
+        if announce is not None:  # before each cell is sent to the kernel
+            extra.GuardedExecute.on_cell_execute = (
+                lambda cell, cell_index: announce(notebook, cell_index))
         cfg.merge(extra)
         return cfg
 
     def run(self, job: Job, material: Path, scratch: Path, skip: dict[str, list[int]],
-            token: str, cleanup) -> Result:
-        """One run of every notebook of the submission in ``scratch/submitted``."""
+            token: str, cleanup, announce=None) -> Result:
+        """One run of every notebook of the submission in ``scratch/submitted``
+        (``announce(notebook, cell)`` before each cell, if given)."""
         import nbformat
         from nbgrader.converters import Autograde
         from nbgrader.coursedir import CourseDirectory
@@ -168,7 +172,7 @@ class Worker:
                 continue
             entry = notebooks[prep.name]
             del RUNS[:]
-            cfg = self.config(job, material, scratch, prep.name, skip, token)
+            cfg = self.config(job, material, scratch, prep.name, skip, token, announce)
             app = Autograde(coursedir=CourseDirectory(config=cfg), config=cfg)
             app.force = True
             app.create_student = True
@@ -268,7 +272,8 @@ def _runs(worker: Worker, job: Job, material: Path, scratch: Path, monitor: Moni
     while True:
         monitor.begin(attempt, job.limits.run_seconds(n))
         try:
-            result = worker.run(job, material, scratch, skip, token, cleanup)
+            result = worker.run(job, material, scratch, skip, token, cleanup,
+                                monitor.announce if job.careful else None)
         except Exception:
             result = Result(crash=traceback.format_exc()[-3000:])
             break
@@ -333,10 +338,20 @@ class Monitor:
                     name, index, total = text.strip().split("\t")
                     self.where = Progress(self.job.id, self.attempt, self.dask_worker.address,
                                           name, int(index), int(total))
-                    self._publish(self.where)
+                    if not self.job.careful:  # else announce() tells, in order
+                        self._publish(self.where)
             if self.deadline and time.monotonic() > self.deadline and not self.overdue:
                 self.overdue = True
                 self.kill()
+
+    def announce(self, notebook: str, cell: int) -> None:
+        """Tell the scheduler the cell about to run, and wait until it has it: if that cell
+        kills the worker, the grader still learns which one it was (``Job.careful``)."""
+        from distributed import get_client
+
+        where = Progress(self.job.id, self.attempt, self.dask_worker.address, notebook, cell)
+        with contextlib.suppress(Exception):
+            get_client().log_event(self.job.topic, where.to_wire())
 
     def _publish(self, progress: Progress) -> None:
         if self.job.topic:

@@ -260,3 +260,38 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path
     # The killed worker's kernel noticed and stopped.
     _, alive = psutil.wait_procs(orphans, timeout=30)
     assert not [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path):
+    """On this machine's cluster: a cell that kills the grading worker (its kernel's
+    parent). Dask runs it elsewhere until it gives up (KilledWorker); the grader then runs
+    it reporting each cell before it runs, learns the cell, and grades the rest without
+    it. Nobody else loses anything, and nothing is left running."""
+    from autograder.demo import with_cell_after_first_test
+
+    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
+    killer = with_cell_after_first_test(
+        solution, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    students = {"killer": killer, "solution": solution, "blank": blank}
+    course = make_class(tmp_path / "course", students)
+    run = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
+                            "--jobs", "2"], cwd=course, env=env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    out, err = run.communicate(timeout=900)
+    assert run.returncode == 1, out[-3000:] + err[-3000:]
+    recs = records(course)
+    full = recs["solution"]["max_score"]
+    assert recs["killer"]["score"] == recs["solution"]["score"] == full
+    assert "stopped its grading worker and was skipped" in recs["killer"]["note"]
+    assert recs["killer"]["problem"]
+    assert recs["blank"]["score"] == 0
+    assert gradebook_rows(course) == dict.fromkeys(students, 1)
+    time.sleep(2)
+    left = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.environ().get(MARKER, "").startswith(f"{run.pid}-") and \
+                    p.status() != psutil.STATUS_ZOMBIE:
+                left.append(p.pid)
+    assert left == []
