@@ -40,6 +40,7 @@ grade: setup           ## grade everything submitted (see README: Grading)
 bench: setup-test      ## benchmarks (ratios against peers measured in the same run)
 	$(PY) benchmarks/engine_vs_micrograd.py
 	$(PY) benchmarks/grading_throughput.py
+	$(PY) benchmarks/grading_dask.py
 
 lint: setup-test
 	$(PY) -m ruff check .

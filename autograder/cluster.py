@@ -62,6 +62,10 @@ LOCAL_CONFIG = {
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.tick.interval": "200ms",
     "distributed.admin.tick.limit": "1h",
+    # Dask's default also sets MALLOC_TRIM_THRESHOLD_, which kernels would inherit (and run
+    # slower with); kernel_launch.py drops it on other clusters' workers.
+    "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
+                                            "OPENBLAS_NUM_THREADS": 1},
 }
 
 
@@ -202,7 +206,6 @@ class Task:
     attempt: int = 1  # the next task's first run
     skip: dict[str, list[int]] = field(default_factory=dict)  # notebook -> cells to skip
     history: list[Event] = field(default_factory=list)  # why cells were skipped
-    seconds: float = 0.0  # in tasks that came back
     job: int = 0  # the current task's job id
     future: object | None = None
     progress: Progress | None = None  # what the current task reported last
@@ -233,7 +236,8 @@ class Dispatcher:
         self.topic = topic
         self.client = None
         self.registered: dict[str, str] = {}  # assignment -> plugin name
-        self.inflight: dict[int, Task] = {}
+        self.inflight: dict[int, Task] = {}  # job id -> task
+        self.by_key: dict[str, Task] = {}  # Dask key -> task
         self.counter = 0
         self.completed = 0
         self.lost_outside = 0
@@ -252,7 +256,7 @@ class Dispatcher:
         send_by_value()
         queue = deque(sorted(tasks, key=lambda t: (t.sub.assignment, t.sub.student)))
         if queue:  # the first template gradebook overlaps with the cluster starting
-            self._register(queue[0].sub.assignment, wait_for_client=True)
+            self._register(queue[0].sub.assignment)
         self.client.subscribe_topic(self.topic, self._on_progress)
         done = as_completed(loop=self.client.loop)
         while queue or self.inflight:
@@ -262,8 +266,8 @@ class Dispatcher:
                 self._register(task.sub.assignment)
                 self._submit(task, done)
             for future in done.next_batch(block=False) if not done.is_empty() else []:
-                task = next((t for t in self.inflight.values() if t.future is future), None)
-                if task is not None:
+                task = self.by_key.pop(future.key, None)
+                if task is not None and task.job in self.inflight:
                     self._done(task, future, queue)
             self._deadlines(queue)
             self.display.draw(self.busy())
@@ -282,11 +286,11 @@ class Dispatcher:
             with contextlib.suppress(Exception):
                 client.unregister_worker_plugin(name)
 
-    def _register(self, assignment: str, wait_for_client: bool = False) -> None:
+    def _register(self, assignment: str) -> None:
         if assignment in self.registered:
             return
         material = self.prepare(assignment)  # may take seconds: the workers are busy
-        if self.client is None or wait_for_client:
+        if self.client is None:
             self.client = self.cluster.client()
             self._refresh_window(force=True)
         try:
@@ -307,6 +311,7 @@ class Dispatcher:
                                          key=f"grade-{self.topic}-{self.counter}",
                                          pure=False, retries=0)
         self.inflight[task.job] = task
+        self.by_key[task.future.key] = task
         done.add(task.future)
 
     def _refresh_window(self, force: bool = False) -> None:
@@ -388,7 +393,6 @@ class Dispatcher:
                     f"{task.label}: the grader failed: {why}")
 
     def _finished(self, task: Task, result: Result) -> None:
-        result.seconds = round(result.seconds + task.seconds, 1)
         if result.crash is not None:
             self.finish(task, Result.failed("the grader failed on this submission", again=True),
                         f"{task.label}: the grader failed:\n{result.crash}")

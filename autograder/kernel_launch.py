@@ -2,8 +2,8 @@
 
 ``limits.kernel_command`` puts this in front of the kernel's command line. SPEC (JSON)
 gives the resource limits (``[["RLIMIT_AS", bytes], ...]``, never above the hard limits
-this process has), environment variables to set, ones to set only when missing, and a
-file for the kernel's own stdout and stderr (notebook output travels over ZeroMQ, not
+this process has), environment variables to unset, to set, and to set only when missing,
+and a file for the kernel's own stdout and stderr (notebook output travels over ZeroMQ, not
 there). Then it execs ARGV: the kernel keeps this process id, so the kernel manager
 signals and watches the kernel itself. Standard library only: it runs before the
 course's environment is imported, and quickly.
@@ -28,6 +28,8 @@ def main() -> None:
             resource.setrlimit(limit, (soft, hard))
         except (ValueError, OSError):
             pass
+    for name in spec.get("unset", []):
+        os.environ.pop(name, None)
     os.environ.update(spec.get("env", {}))
     for name, value in spec.get("defaults", {}).items():
         os.environ.setdefault(name, value)

@@ -122,7 +122,8 @@ def kernel_command(argv: list[str], limits: Limits, token: str,
     the kernel's limits and ``TASK_MARKER=token``, sends its own stdout and stderr to
     ``log``, and then execs it (same process: nothing stays in between)."""
     spec = {"rlimits": kernel_rlimits(limits), "env": {TASK_MARKER: token},
-            "defaults": {name: "1" for name in KERNEL_THREADS}, "log": log or os.devnull}
+            "defaults": {name: "1" for name in KERNEL_THREADS}, "log": log or os.devnull,
+            "unset": ["MALLOC_TRIM_THRESHOLD_"]}  # Dask sets it for its workers: not kernels
     spec["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
     launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_launch.py")
     return [sys.executable, "-I", "-S", launcher, json.dumps(spec), *argv]

@@ -130,7 +130,6 @@ class Result:
     record: bool = True  # False: not recorded, so the next run grades it again
     history: list[Event] = field(default_factory=list)  # cells skipped in later runs, why
     runs: int = 1  # runs of the notebooks it took (the last run's number)
-    worker: str = ""  # the Dask worker that graded it
 
     @classmethod
     def failed(cls, why: str, *, again: bool) -> Result:

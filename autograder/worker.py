@@ -250,9 +250,7 @@ def grade(job: Job) -> Result:
         monitor = Monitor(job, dask_worker, scratch / "progress", cleanup)
         try:
             write_files(job.files, scratch / "submitted")
-            result = _runs(_worker, job, material, scratch, monitor, cleanup)
-            result.worker = dask_worker.address
-            return result
+            return _runs(_worker, job, material, scratch, monitor, cleanup)
         finally:
             monitor.stop()
             cleanup()
