@@ -10,9 +10,9 @@ How it works (docs/grading.md has the instructor's view):
    date) the first time a job needs it.
 3. The assignment's grading material (``material``: the grader, the source folder, the
    template gradebook) goes to every Dask worker once, and each pending submission's
-   files go, as bytes, in a ``Job`` to a task (``cluster``: a local cluster of process
-   workers, the machine's cores by default, or an existing cluster with
-   ``--scheduler``). The task (``worker``) grades against its own copy of the template
+   files go, as bytes, in a ``Job`` to a task (``dispatch``) on the ``cluster``: a local
+   cluster of process workers, the machine's cores by default, or an existing cluster
+   with ``--scheduler``. The task (``worker``) grades against its own copy of the template
    gradebook, under the ``limits``; a notebook whose kernel died or hung is run again
    with that cell skipped, so what can be graded is graded. It returns the autograded
    notebooks, events and notes as data.
@@ -45,9 +45,10 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import limits as oslimits  # noqa: E402
-from .cluster import Cluster, Dispatcher, Task, run_token  # noqa: E402
+from .cluster import Cluster, run_token  # noqa: E402
 from .course import Course, open_course  # noqa: E402
 from .discovery import Submission, discover  # noqa: E402
+from .dispatch import Dispatcher, Task  # noqa: E402
 from .display import Display, Outcome  # noqa: E402
 from .errors import ExitCode, GraderError  # noqa: E402
 from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402

@@ -167,8 +167,8 @@ def main() -> None:
         print(f"\nthroughput, dask / pool: {pool / dask_:.2f}x   (target >= 0.95 on "
               f"{args.jobs} cores; per round: "
               f"{', '.join(f'{a / b:.2f}x' for a, b in zip(times['pool'], times['dask']))})")
-        print(f"CPU, dask / pool: {sum(cpus['dask']) / sum(cpus['pool']):.2f}x   (what "
-              "the throughput is on a machine busy with nothing else, all cores in use)")
+        print(f"CPU time, dask / pool: {sum(cpus['dask']) / sum(cpus['pool']):.2f}x   "
+              "(lower is better; other users' load disturbs it less than the time)")
 
         notebook = next(iter(sorted((classroom / "submitted").glob("*/*/*.ipynb"))))
         payload = pickle.dumps({"notebook": notebook.read_bytes()})
