@@ -141,3 +141,31 @@ def test_the_task_function_travels_by_value():
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                          cwd=Path("/"))
     assert out.stdout.strip() == "run_task", out.stderr[-2000:]
+
+
+def test_a_run_past_its_deadline_has_its_kernel_killed_and_the_cell_is_known(tmp_path):
+    import time
+    from types import SimpleNamespace
+
+    from autograder.messages import Job
+    from autograder.worker import Monitor
+
+    events = []
+    worker = SimpleNamespace(address="tcp://127.0.0.1:1",
+                             log_event=lambda topic, msg: events.append((topic, msg)))
+    killed = []
+    job = Job(7, "ann", A, "course", "digest", {}, topic="t")
+    monitor = Monitor(job, worker, tmp_path / "progress", lambda: killed.append(1))
+    try:
+        monitor.begin(1, 0.5)
+        (tmp_path / "progress").write_text("value\t12\t40\n")
+        deadline = time.monotonic() + 10
+        while not killed and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        monitor.stop()
+    assert killed == [1] and monitor.overdue
+    assert (monitor.where.notebook, monitor.where.cell) == ("value", 12)
+    progress = [Progress.from_wire(msg) for _, msg in events]
+    assert progress[0] == Progress(7, 1, worker.address)  # the run began
+    assert progress[-1] == Progress(7, 1, worker.address, "value", 12, 40)
