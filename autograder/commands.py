@@ -75,7 +75,7 @@ def _grade(args: argparse.Namespace) -> int:
     report = grade(
         args.assignments or None, args.student or None, root=args.course, db_url=args.db,
         jobs=args.jobs, limits=_limits(args), force=args.force, progress=not args.quiet,
-        subreaper=True,
+        subreaper=True, scheduler=args.scheduler,
     )
     print_report(report)
     return report.exit_code
@@ -143,15 +143,20 @@ def add_grading_commands(sub) -> None:
     p = sub.add_parser(
         "grade", help="autograde submitted work into nbgrader's gradebook",
         description="Autograde every pending submission (new or changed since it was last "
-                    "graded) into nbgrader's gradebook, in parallel, under time and memory "
-                    "limits. Exit code 0: all graded; 1: graded, some submissions had "
-                    "problems (see the notes); 2: the grader itself failed.")
+                    "graded) into nbgrader's gradebook, in parallel on Dask (this machine's "
+                    "cores, or a cluster with --scheduler), under time and memory limits. "
+                    "Exit code 0: all graded; 1: graded, some submissions had problems "
+                    "(see the notes); 2: the grader itself failed.")
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
                    help="only these assignments (default: every one submitted)")
     p.add_argument("--student", action="append", metavar="ID", help="only this student "
                    "(repeat for more)")
     p.add_argument("--jobs", "-j", type=int, default=None,
-                   help="submissions graded at once (default: the machine's cores)")
+                   help="submissions graded at once on this machine (default: its cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="grade on an existing Dask cluster instead of this machine: its "
+                        "scheduler's address (tcp://10.0.0.5:8786), a scheduler file "
+                        "(scheduler.json) or dask-gateway:CLUSTER_NAME (docs/grading.md)")
     p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
     defaults = Limits()
     p.add_argument("--cell-timeout", type=int, metavar="S",

@@ -36,10 +36,16 @@ def venv_path() -> None:
 
 
 @functools.cache
-def _parsed_config():
+def _parsed_config(folder: Path = ROOT):
     from traitlets.config.loader import PyFileConfigLoader
 
-    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+
+
+def folder_config(folder: Path):
+    """A fresh copy of the settings of ``folder``'s nbgrader_config.py (a worker's grading
+    material is laid out like the course), parsed once per process."""
+    return copy.deepcopy(_parsed_config(Path(folder)))
 
 
 def nbgrader_config(**course_directory):

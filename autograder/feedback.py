@@ -143,14 +143,18 @@ def quotes_grader(text: str) -> bool:
     return any(tuple(lines[i:i + WINDOW]) in prints for i in range(len(lines) - WINDOW + 1))
 
 
+# Where a Dask worker keeps the grading material (plugins.py): the grader's files there.
+MATERIAL_PATH = re.compile(r"[^\s'\"]*/autograder-material/[0-9a-f]+")
+
+
 def mentions_grader_path(text: str) -> bool:
-    return any(p in text for p in grader_paths())
+    return any(p in text for p in grader_paths()) or MATERIAL_PATH.search(text) is not None
 
 
 def blank_paths(text: str) -> str:
     for p in sorted(grader_paths(), key=len, reverse=True):
         text = text.replace(p, "<course>")
-    return text
+    return MATERIAL_PATH.sub("<course>", text)
 
 
 # ---- the nbgrader preprocessor -------------------------------------------------------------

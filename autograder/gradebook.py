@@ -65,6 +65,8 @@ def sync_assignment(course: Course, assignment: str, work: Path) -> Path:
 def _generate(course: Course, assignment: str, db_url: str, release: Path) -> Path:
     api = course.api(release_directory=str(release), db_url=db_url)
     result = api.generate_assignment(assignment, force=True, create=True)
+    if "KeyboardInterrupt" in (result.get("error") or ""):  # nbgrader caught Ctrl-C
+        raise KeyboardInterrupt
     if not result.get("success"):
         raise GraderError(f"nbgrader generate_assignment {assignment} failed:\n"
                           f"{(result.get('log') or '')[-2000:]}{result.get('error') or ''}")

@@ -8,15 +8,19 @@ How it works (docs/grading.md has the instructor's view):
 2. For each assignment, ``gradebook.sync_assignment`` records the cells in a private
    *template* gradebook (and in the course gradebook when that one is missing or out of
    date) the first time a job needs it.
-3. The ``pool`` of workers (``worker``, the machine's cores by default) grades pending
-   submissions in parallel, each against its own copy of the template gradebook, under
-   the ``limits``. A notebook whose kernel died or hung is run again with that cell
-   skipped, so what can be graded is graded.
+3. The assignment's grading material (``material``: the grader, the source folder, the
+   template gradebook) goes to every Dask worker once, and each pending submission's
+   files go, as bytes, in a ``Job`` to a task (``dispatch``) on the ``cluster``: a local
+   cluster of process workers, the machine's cores by default, or an existing cluster
+   with ``--scheduler``. The task (``worker``) grades against its own copy of the template
+   gradebook, under the ``limits``; a notebook whose kernel died or hung is run again
+   with that cell skipped, so what can be graded is graded. It returns the autograded
+   notebooks, events and notes as data.
 4. This process alone writes the course gradebook (``gradebook.merge``: nbgrader's own
    ``SaveAutoGrades`` and ``AssignLatePenalties``), then swaps in the autograded folder
-   and its record (``records.install``) with the ``notes``. Killed at any point, a re-run
-   redoes what was not finished and nothing else; re-running when nothing changed
-   changes nothing.
+   and its record (``records.install``) with the ``notes``, as each result arrives.
+   Killed at any point, a re-run redoes what was not finished and nothing else;
+   re-running when nothing changed changes nothing.
 
 Every submission ends with a score (zero for what could not run) and a one-line note.
 Exit codes (``errors.ExitCode``): 0 all graded, 1 graded but some submissions (or files)
@@ -41,17 +45,20 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import limits as oslimits  # noqa: E402
+from .cluster import Cluster, run_token  # noqa: E402
 from .course import Course, open_course  # noqa: E402
 from .discovery import Submission, discover  # noqa: E402
+from .dispatch import Dispatcher, Task  # noqa: E402
 from .display import Display, Outcome  # noqa: E402
 from .errors import ExitCode, GraderError  # noqa: E402
 from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
-from .messages import Job, Result  # noqa: E402
+from .material import Material, material_files, pack  # noqa: E402
+from .messages import Job, Result, write_files  # noqa: E402
 from .notes import compose_notes, has_problem, note_line  # noqa: E402
-from .pool import Pool, Task  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
 from .review import flag_submission, review_note  # noqa: E402
 from .sandbox import check_for_grading  # noqa: E402
+from .submission import submitted_files  # noqa: E402
 
 
 @dataclass
@@ -76,48 +83,69 @@ class GradeReport:
 
 
 class ClassGrading:
-    """One run's grading side of the pool: it makes each job and takes each result into
-    the gradebook and the autograded folder."""
+    """One run's grading side: it makes each assignment's material and each job, and takes
+    each result into the gradebook and the autograded folder."""
 
     def __init__(self, course: Course, limits: oslimits.Limits, work: Path, display: Display):
         self.course = course
         self.limits = limits
         self.work = work
         self.display = display
-        self.templates: dict[str, Path] = {}
+        self.materials: dict[str, Material] = {}
         self.outcomes: list[Outcome] = []
         self.failures: list[str] = []
+        self.finished: set[tuple[str, str]] = set()
         self.owners = _owners(course)
         self.released = {a: sorted(p.name for p in (course.source / a).iterdir())
                          for a in course.assignments()}
 
-    def prepare(self, assignment: str) -> None:
-        """The assignment's template gradebook, made (and the course gradebook updated)
-        the first time it is needed, so that it overlaps with grading other assignments."""
-        if assignment not in self.templates:
-            self.templates[assignment] = sync_assignment(self.course, assignment, self.work)
+    def notebooks(self, assignment: str) -> int:
+        return sum(1 for n in self.released.get(assignment, []) if n.endswith(".ipynb"))
 
-    def job(self, task: Task, jobdir: Path) -> Job:
+    def prepare(self, assignment: str) -> Material:
+        """The assignment's grading material, with its template gradebook (made, and the
+        course gradebook updated, the first time it is needed, so that it overlaps with
+        grading other assignments)."""
+        if assignment not in self.materials:
+            template = sync_assignment(self.course, assignment, self.work)
+            files = material_files(self.course, assignment, template)
+            self.materials[assignment] = pack(assignment, files)
+        return self.materials[assignment]
+
+    def job(self, task: Task, job_id: int) -> Job:
         sub = task.sub
-        self.prepare(sub.assignment)
         return Job(
-            id=0, dir=str(jobdir), student=sub.student, assignment=sub.assignment,
-            submission=str(sub.folder), template=str(self.templates[sub.assignment]),
-            source=str(self.course.source), course_id=self.course.course_id,
-            skip=task.skip, owners=self.owners, released=self.released.get(sub.assignment, []),
-            seed=task.seed,
+            id=job_id, student=sub.student, assignment=sub.assignment,
+            course_id=self.course.course_id, material=self.prepare(sub.assignment).digest,
+            files=submitted_files(sub.folder), limits=self.limits,
+            skip={k: list(v) for k, v in task.skip.items()}, history=list(task.history),
+            attempt=task.attempt, careful=task.careful, owners=self.owners,
+            released=self.released.get(sub.assignment, []), seed=task.seed,
         )
 
-    def finish(self, task: Task, result: Result, jobdir: Path | None,
-               failure: str | None) -> None:
+    def finish(self, task: Task, result: Result, failure: str | None) -> None:
         """Merge ``result`` into the gradebook and install it (unless it is not to be
-        recorded); ``failure`` is a failure of the grader to report."""
+        recorded); ``failure`` is a failure of the grader to report. Once per submission."""
         sub = task.sub
+        if (sub.student, sub.assignment) in self.finished:
+            return
+        self.finished.add((sub.student, sub.assignment))
         if failure:
             self.failures.append(failure)
-        autograded = Path(result.autograded) if result.autograded else None
+        folder = None
+        if result.autograded:
+            folder = self.work / "results" / f"{task.job:05d}"
+            write_files(result.autograded, folder)
+        try:
+            self._finish(task, result, folder)
+        finally:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _finish(self, task: Task, result: Result, autograded: Path | None) -> None:
+        sub = task.sub
         graded = result.graded
-        notes = compose_notes(result, task.history, self.limits, autograded)
+        notes = compose_notes(result, result.history, self.limits, autograded)
         try:
             totals = merge(self.course, sub.student, sub.assignment, sub.folder, autograded,
                            graded)
@@ -127,15 +155,13 @@ class ClassGrading:
             self._outcome(Outcome(sub.student, sub.assignment, problem=True, status="failed",
                                   note="not recorded: the gradebook could not be written"))
             return
-        n_notebooks = sum(1 for n in self.released.get(sub.assignment, [])
-                          if n.endswith(".ipynb"))
-        line = note_line(notes, n_notebooks, totals.late_seconds)
+        line = note_line(notes, self.notebooks(sub.assignment), totals.late_seconds)
         problem = has_problem(notes)
         # Flags for review: in the record and the note line, never a problem or a score.
         review = flag_submission(sub.folder, self.course.source / sub.assignment, [
             e.used_file for e in result.notebooks.values() if e.used_file] or None)
         line = "; ".join(part for part in (line, review_note(review)) if part)
-        seconds = round(time.monotonic() - task.first_started, 1)
+        seconds = round(result.seconds, 1)
         if result.record:
             install(self.course, sub.student, sub.assignment,
                     autograded if graded else None, notes, {
@@ -144,17 +170,14 @@ class ClassGrading:
                         "score": totals.score, "max_score": totals.max_score,
                         "auto_score": totals.auto_score, "problem": problem, "note": line,
                         "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
-                        "cells": totals.cells, "runs": task.attempt, "seconds": seconds,
+                        "cells": totals.cells, "runs": result.runs, "seconds": seconds,
                         "late_seconds": totals.late_seconds, "seed": task.seed,
-                        "isolation": result.isolation,
-                        "review": review,
+                        "isolation": result.isolation, "review": review,
                         "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                     })
         self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,
                               problem or not result.record, line, seconds,
                               "graded" if result.record else "failed", totals.late_seconds))
-        if jobdir is not None:
-            shutil.rmtree(jobdir, ignore_errors=True)
 
     def _outcome(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -203,8 +226,12 @@ def grade(
     stream=None,
     progress: bool = True,
     subreaper: bool = False,
+    scheduler=None,
 ) -> GradeReport:
-    """Grade pending submissions (all selected ones with ``force``); see the module doc."""
+    """Grade pending submissions (all selected ones with ``force``); see the module doc.
+    ``scheduler``: the Dask cluster to grade on (an address, a scheduler file,
+    ``dask-gateway:NAME``, a ``Client`` or a cluster object; see ``cluster.Cluster``),
+    else a local cluster of ``jobs`` workers."""
     started = time.monotonic()
     stream = stream or sys.stdout
     course = open_course(root, db_url)
@@ -224,14 +251,14 @@ def grade(
         work = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-"))
         try:
             return _grade(course, subs, problems, limits, jobs, force, work, stream,
-                          progress, started, subreaper)
+                          progress, started, subreaper, scheduler)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
 
 def _grade(course: Course, subs: list[Submission], problems: list[str],
            limits: oslimits.Limits, jobs: int, force: bool, work: Path, stream,
-           progress: bool, started: float, subreaper: bool) -> GradeReport:
+           progress: bool, started: float, subreaper: bool, scheduler) -> GradeReport:
     cache_alembic_version()
     used = sorted({s.assignment for s in subs})
     graders = {a: grader_digest(a, course.source) for a in used}
@@ -244,13 +271,18 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
         candidates.append((sub, digest, rec if current else None))
     display = Display(0, stream, enabled=progress)
     grading = ClassGrading(course, limits, work, display)
-    pool = Pool(limits, jobs, work, display, grading.job, grading.finish, grading.prepare)
+    token = run_token()
+    pending = sum(1 for _, _, rec in candidates if rec is None)
+    cluster = Cluster(scheduler, min(jobs, max(1, pending)), work, token)
+    dispatcher = Dispatcher(cluster, limits, display, grading.job, grading.finish,
+                            grading.prepare, f"autograder-progress-{token}")
     if subreaper:  # orphans of a killed worker become ours, to be found and killed
         oslimits.become_subreaper()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        # Workers take seconds to import nbgrader: start them before reading the gradebook.
-        pool.start(sum(1 for _, _, rec in candidates if rec is None))
+        # Workers take seconds to start: start them before reading the gradebook.
+        if pending:
+            cluster.start()
         tasks, unchanged = [], []
         in_book = {a: auto_scores(course, a) for a in used}
         for sub, digest, rec in candidates:
@@ -261,16 +293,19 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
                                          rec.get("note", ""), rec.get("seconds", 0),
                                          "unchanged", rec.get("late_seconds", 0)))
             else:
-                tasks.append(Task(sub, digest, graders[sub.assignment]))
+                tasks.append(Task(sub, digest, graders[sub.assignment],
+                                  grading.notebooks(sub.assignment)))
         if tasks:
+            cluster.scale(min(jobs, len(tasks)))  # more than pending: the gradebook lost some
             display.total = len(tasks)
-            print(f"grading {len(tasks)} submission(s) with {min(jobs, len(tasks))} "
-                  f"worker(s) ({limits.describe()}); {len(unchanged)} unchanged",
-                  file=stream, flush=True)
-            pool.run(tasks)
+            print(f"grading {len(tasks)} submission(s) {cluster.describe()} "
+                  f"({limits.describe()}); "
+                  f"{len(unchanged)} unchanged", file=stream, flush=True)
+            dispatcher.run(tasks)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        pool.close()
+        dispatcher.close()
+        cluster.close()
         if subreaper:
             oslimits.reap_orphans()
         display.close()

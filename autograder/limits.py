@@ -4,26 +4,30 @@ started is found and killed afterwards.
 - ``Limits``: the per-cell time limit, the whole-notebook wall limit, the kernel's memory
   (``RLIMIT_AS``), how many extra processes it may start (``RLIMIT_NPROC``, which root
   ignores), the largest file it may write, and how much output one cell may keep.
-- Every grading worker runs in its own session and carries ``MARKER=<token>`` in its
-  environment; its kernel and anything the kernel forks inherit both. The worker is a
-  "child subreaper" (Linux), so processes orphaned by a kernel become its children rather
-  than init's. ``kill_marked`` finds every process with a token and kills it, repeatedly,
-  until none is left; ``kill_descendants`` kills a process's whole tree.
+- The limits are the kernel's own: ``kernel_command`` wraps the kernel's command line in a
+  few lines of Python that set them (and ``TASK_MARKER=<token>`` in its environment) and
+  then exec the kernel, so the grading worker itself (a Dask worker) is never limited.
+- A grading worker is a "child subreaper" (Linux): processes orphaned by a kernel become its
+  children rather than init's, so ``kill_task_processes`` finds every process a task left
+  behind among the worker's descendants and kills it, repeatedly, until none is left, and
+  never touches what the worker itself started. Local workers also carry
+  ``MARKER=<token>`` in their environment, which their kernels inherit: ``kill_marked``
+  finds and kills whatever is left of a whole run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
-import resource
-import signal
+import sys
 import time
 from dataclasses import asdict, dataclass
 
-MARKER = "AUTOGRADER_WORKER"
+MARKER = "AUTOGRADER_WORKER"  # a grade run's local workers and everything they start
+TASK_MARKER = "AUTOGRADER_TASK"  # one task's kernels and everything they start
 GiB = 1024**3
-PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -34,7 +38,7 @@ class Limits:
 
     cell_timeout: int = 60  # seconds one cell may run before it is interrupted
     wall: int = 300  # seconds a whole notebook may run
-    memory: int = 3 * GiB  # address space of the worker and of each kernel it starts
+    memory: int = 3 * GiB  # address space of each kernel
     processes: int = 256  # processes a kernel may add (only enforced for non-root users)
     file_size: int = 1 * GiB  # the largest file a kernel may write
     output: int = 1_000_000  # bytes of output kept per cell; the rest is dropped
@@ -56,6 +60,11 @@ class Limits:
             if value is not None:
                 setattr(limits, name, value)
         return limits
+
+    def run_seconds(self, notebooks: int) -> float:
+        """How long one run of a submission's ``notebooks`` may take in all, beyond which
+        it is stopped: each notebook's wall limit and a minute, and two minutes more."""
+        return 120 + max(1, notebooks) * (self.wall + 60)
 
     def describe(self) -> str:
         return (f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
@@ -84,31 +93,19 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def die_with_parent(sig: int = signal.SIGTERM) -> bool:
-    """Receive ``sig`` when the parent process exits (Linux only)."""
-    return _prctl(PR_SET_PDEATHSIG, int(sig))
+def kernel_rlimits(limits: Limits) -> list[tuple[str, int]]:
+    """The resource limits a grading kernel starts with: its memory, the largest file it
+    may write, no core dumps, and ``limits.processes`` more tasks than this user runs now
+    (RLIMIT_NPROC counts every thread of the user, machine-wide; root is exempt, see
+    docs/grading.md)."""
+    out = [("RLIMIT_AS", limits.memory), ("RLIMIT_FSIZE", limits.file_size),
+           ("RLIMIT_CORE", 0)]
+    if os.geteuid() != 0:
+        out.append(("RLIMIT_NPROC", _user_tasks() + limits.processes))
+    return out
 
 
-def _set(limit: int, soft: int) -> None:
-    with contextlib.suppress(ValueError, OSError):
-        _, hard = resource.getrlimit(limit)
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        resource.setrlimit(limit, (soft, hard))
-
-
-def apply_memory_limits(limits: Limits) -> None:
-    """Limits inherited by every kernel this process starts from now on."""
-    _set(resource.RLIMIT_AS, limits.memory)
-    _set(resource.RLIMIT_FSIZE, limits.file_size)
-    _set(resource.RLIMIT_CORE, 0)
-
-
-def apply_process_limit(limits: Limits) -> None:
-    """Allow ``limits.processes`` more tasks than this user runs now (RLIMIT_NPROC counts
-    every thread of the user, machine-wide; root is exempt, see docs/grading.md)."""
-    if os.geteuid() == 0:
-        return
+def _user_tasks() -> int:
     import psutil
 
     uid = os.getuid()
@@ -117,7 +114,24 @@ def apply_process_limit(limits: Limits) -> None:
         with contextlib.suppress(psutil.Error, TypeError):
             if proc.info["uids"].real == uid:
                 tasks += proc.info["num_threads"] or 1
-    _set(resource.RLIMIT_NPROC, tasks + limits.processes)
+    return tasks
+
+
+def kernel_command(argv: list[str], limits: Limits, token: str,
+                   log: str | None = None) -> list[str]:
+    """``argv`` (a kernel's command line) started through ``kernel_launch.py``, which sets
+    the kernel's limits and ``TASK_MARKER=token``, sends its own stdout and stderr to
+    ``log``, and then execs it (same process: nothing stays in between)."""
+    spec = {"rlimits": kernel_rlimits(limits), "env": {TASK_MARKER: token},
+            "defaults": {name: "1" for name in KERNEL_THREADS}, "log": log or os.devnull,
+            "unset": ["MALLOC_TRIM_THRESHOLD_"]}  # Dask sets it for its workers: not kernels
+    spec["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_launch.py")
+    return [sys.executable, "-I", "-S", launcher, json.dumps(spec), *argv]
+
+
+# Kernels run side by side, one per core: BLAS threads would only compete.
+KERNEL_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _marked(proc, token: str) -> bool:
@@ -172,9 +186,44 @@ def kill_descendants(pid: int | None = None, rounds: int = 20) -> int:
     return _kill_until_none(children, rounds)
 
 
-def kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _task_token(proc) -> str | None:
+    import psutil
+
+    try:
+        return proc.environ().get(TASK_MARKER)
+    except (psutil.Error, OSError):
+        return None
+
+
+def own_processes() -> set[int]:
+    """This process's descendants that no grading task started: the worker's own
+    helpers, which ``kill_task_processes`` spares."""
+    import psutil
+
+    try:
+        found = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return set()
+    return {p.pid for p in found if _task_token(p) is None}
+
+
+def kill_task_processes(spare: set[int], rounds: int = 20) -> int:
+    """SIGKILL, until none is left, every descendant of this process except ``spare``
+    (``own_processes()`` from before the task: the worker's own helpers), and reap
+    orphans that already exited. A worker grades one task at a time (worker.py), so
+    everything else is what the task's kernels left behind."""
+    import psutil
+
+    def find() -> list:
+        try:
+            found = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return []
+        return [p for p in found if p.pid not in spare]
+
+    killed = _kill_until_none(find, rounds)
+    reap_orphans(spare)
+    return killed
 
 
 def _alive(proc) -> bool:
@@ -206,13 +255,13 @@ def _reap(procs) -> None:
             time.sleep(0.01)
 
 
-def reap_orphans() -> None:
-    """Reap exited children of this (subreaper) process."""
+def reap_orphans(spare: set[int] = frozenset()) -> None:
+    """Reap exited children of this (subreaper) process, except those in ``spare``."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process().children():
             with contextlib.suppress(psutil.Error):
-                if child.status() == psutil.STATUS_ZOMBIE:
+                if child.pid not in spare and child.status() == psutil.STATUS_ZOMBIE:
                     with contextlib.suppress(ChildProcessError):
                         os.waitpid(child.pid, os.WNOHANG)

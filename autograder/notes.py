@@ -23,6 +23,8 @@ EVENT_TEXT = {
     "grader": "the hidden test of {cell} could not check the kernel's answer (a grader bug, "
               "or code that changed the probe): see its message",
 }
+HISTORY_VERB = {"died": "crashed the kernel", "stuck": "hung",
+                "lost": "stopped its grading worker"}  # a cell skipped in a later run
 PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "grader"}
 
 Notes = dict[str, list[tuple[str, bool]]]  # notebook name ("" for the folder) -> (text, problem)
@@ -61,7 +63,7 @@ def compose_notes(result: Result, history: list[Event], limits: Limits,
             with contextlib.suppress(Exception):
                 nb = nbformat.read(path, as_version=4)
         for event in (e for e in history if e.notebook == name):
-            verb = "crashed the kernel" if event.kind == "died" else "hung"
+            verb = HISTORY_VERB.get(event.kind, "hung")
             notes.append((f"{describe_cell(event, nb)} {verb} and was skipped; the rest was "
                           "graded", True))
         for event in entry.events:

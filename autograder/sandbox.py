@@ -35,9 +35,10 @@ from pathlib import Path
 
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import DottedObjectName, Integer, Type
+from traitlets import Dict, DottedObjectName, Integer, Type, Unicode
 
 from . import bwrap
+from . import limits as oslimits
 from .bwrap import BWRAP_ENV, SandboxUnavailable, bwrap_program
 
 __all__ = ["BWRAP_ENV", "SandboxUnavailable", "bwrap_program"]
@@ -99,7 +100,9 @@ def isolation_for(mode: str) -> str:
 
 
 def kernel_manager_class(level: str) -> type:
-    return SandboxedKernelManager if level == BUBBLEWRAP else AsyncKernelManager
+    """The kernel manager for grading kernels at ``level``: always under the job's limits,
+    and under bubblewrap for ``bubblewrap``."""
+    return SandboxedKernelManager if level == BUBBLEWRAP else LimitedKernelManager
 
 
 def check_for_grading(mode: str, stream) -> str:
@@ -133,10 +136,31 @@ class SandboxedKernelClient(AsyncKernelClient):
             seal()
 
 
-class SandboxedKernelManager(AsyncKernelManager):
+class LimitedKernelManager(AsyncKernelManager):
+    """jupyter_client's kernel manager with the kernel started under a job's limits
+    (``limits.kernel_command``: memory, file size, processes, no core dumps, the task's
+    marker), its own stdout and stderr going to ``kernel_log``."""
+
+    limits = Dict({}, help="Limits.as_dict() of the job").tag(config=True)
+    token = Unicode("", help="marks the kernel and what it starts as this task's").tag(
+        config=True)
+    kernel_log = Unicode("", help="file for the kernel's own stdout and stderr").tag(
+        config=True)
+
+    def limited(self, cmd: list[str]) -> list[str]:
+        """``cmd`` started through ``kernel_launch.py``, under the limits."""
+        return oslimits.kernel_command(cmd, oslimits.Limits(**self.limits), self.token,
+                                       self.kernel_log or None)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        return self.limited(super().format_kernel_cmd(extra_arguments))
+
+
+class SandboxedKernelManager(LimitedKernelManager):
     """jupyter_client's kernel manager with the kernel started under bubblewrap (see the
-    module docstring). Interrupts are messages (a signal to bwrap would not reach the
-    kernel); shutting the kernel down removes everything it had."""
+    module docstring), itself started under the job's limits. Interrupts are messages (a
+    signal to bwrap would not reach the kernel); shutting the kernel down removes
+    everything it had."""
 
     scratch_size = Integer(bwrap.SCRATCH_SIZE, help="bytes the kernel may keep in its home "
                            "(with its working folder), and again in /tmp (tmpfs, in memory)"
@@ -162,6 +186,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._remove_scratch()
             raise
 
+    def format_kernel_cmd(self, extra_arguments=None):
+        # The kernel's own command: bwrap goes around it, and the limits around bwrap, when
+        # it is launched (the launcher must run outside the sandbox, which has no course).
+        return AsyncKernelManager.format_kernel_cmd(self, extra_arguments)
+
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         assert self._scratch is not None
         fds: list[int] = []
@@ -170,7 +199,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                                        self._scratch / "ipc", fds, self.scratch_size)
             kw.update(env=bwrap.bwrap_env(kw.get("env") or {}), cwd=str(self._scratch),
                       pass_fds=tuple(fds), preexec_fn=bwrap.hard_limits)
-            await super()._async_launch_kernel(cmd, **kw)
+            await super()._async_launch_kernel(self.limited(cmd), **kw)
         except BaseException:
             self._remove_scratch()
             raise

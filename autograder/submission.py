@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from .messages import Note
+from .messages import File, Note, read_files
 
 MAX_NOTEBOOK_BYTES = 100 * 1024**2
 IGNORED_NAMES = {"timestamp.txt", ".ipynb_checkpoints", "__pycache__", ".DS_Store"}
@@ -269,6 +269,15 @@ def prepare(
         more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
         notes.append(Note(f"not graded (not part of the assignment): {shown}{more}"))
     return results, notes
+
+
+def submitted_files(folder: Path) -> dict[str, File]:
+    """The submitted folder as ``prepare`` sees it, to send to a worker: the bytes of what
+    it may read (notebooks side by side, up to the size it grades, and timestamp.txt), and
+    of other files only the name, size and time (listed in the notes, never read)."""
+    return read_files(folder, _files(folder), lambda p: p.parent == folder and (
+        p.name == "timestamp.txt"
+        or (p.suffix == ".ipynb" and p.stat().st_size <= MAX_NOTEBOOK_BYTES)))
 
 
 def _files(folder: Path) -> list[Path]:
