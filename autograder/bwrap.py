@@ -213,7 +213,8 @@ def kernel_command(kernel_cmd: list[str], cwd: Path | None, ipc: Path, fds: list
                  *copy_folder(fonts, f"{HOME}/.cache/matplotlib", fds)]
     args += ["--dir", WORK, *(copy_folder(cwd, WORK, fds) if cwd else []),
              "--bind", str(ipc), str(ipc), "--remount-ro", "/",
-             "--chdir", WORK, "--setenv", "JPY_PARENT_PID", "1", "--"]
+             "--chdir", WORK, "--setenv", "JPY_PARENT_PID", "1",
+             "--unsetenv", "AUTOGRADER_TASK", "--"]  # the launcher's marker: host-side only
     return args + kernel_arguments(kernel_cmd, binds)
 
 

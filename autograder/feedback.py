@@ -143,18 +143,18 @@ def quotes_grader(text: str) -> bool:
     return any(tuple(lines[i:i + WINDOW]) in prints for i in range(len(lines) - WINDOW + 1))
 
 
-# Where a Dask worker keeps the grading material (plugins.py): the grader's files there.
-MATERIAL_PATH = re.compile(r"[^\s'\"]*/autograder-material/[0-9a-f]+")
+MATERIAL = "/autograder-material/"  # a Dask worker's copy of the grader (plugins.py)
+MATERIAL_PATH = re.compile(r"[^\s'\"]{0,300}/autograder-material/[0-9a-f]+")
 
 
 def mentions_grader_path(text: str) -> bool:
-    return any(p in text for p in grader_paths()) or MATERIAL_PATH.search(text) is not None
+    return any(p in text for p in [*grader_paths(), MATERIAL])
 
 
 def blank_paths(text: str) -> str:
     for p in sorted(grader_paths(), key=len, reverse=True):
         text = text.replace(p, "<course>")
-    return MATERIAL_PATH.sub("<course>", text)
+    return MATERIAL_PATH.sub("<course>", text) if MATERIAL in text else text
 
 
 # ---- the nbgrader preprocessor -------------------------------------------------------------
@@ -238,18 +238,12 @@ class FeedbackReport:
         return ExitCode.PROBLEMS if self.problems else ExitCode.OK
 
 
-def graded_submissions(course, assignments, students):
-    out = []
-    if not course.autograded.is_dir():
-        return out
-    for record in sorted(course.autograded.glob(f"*/*/{RECORD}")):
-        student, assignment = record.parent.parent.name, record.parent.name
-        if assignments and assignment not in assignments:
-            continue
-        if students and student not in students:
-            continue
-        out.append((student, assignment))
-    return out
+def graded_submissions(course, assignments, students) -> list[tuple[str, str]]:
+    """(student, assignment) of every graded submission selected."""
+    found = [(r.parent.parent.name, r.parent.name)
+             for r in sorted(course.autograded.glob(f"*/*/{RECORD}"))]
+    return [(s, a) for s, a in found
+            if (not assignments or a in assignments) and (not students or s in students)]
 
 
 def feedback(assignments=None, students=None, *, root=None, db_url=None, jobs=None,

@@ -26,7 +26,7 @@ from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 
 def material_files(course: Course, assignment: str, template: Path) -> dict[str, bytes]:
     """Everything a worker needs to grade ``assignment``, as {path: bytes}: the grader
-    (its package, with the kernels' start-up files and the hidden tests, and
+    (its package, with the probe and the hidden tests, and
     nbgrader_config.py), the reference engine, the students' helper module, the
     assignment's source folder (links followed) and its template gradebook."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}

@@ -281,15 +281,11 @@ def submitted_files(folder: Path) -> dict[str, File]:
 
 
 def _files(folder: Path) -> list[Path]:
-    out = []
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if any(part in IGNORED_NAMES for part in rel.parts[:-1]):
-            continue
-        if path.is_symlink() or not path.is_file():
-            continue
-        out.append(path)
-    return [p for p in out if p.parent == folder or p.suffix != ".ipynb"]
+    """Files of the folder (not in checkpoint or cache folders, no links): notebooks at
+    its top only."""
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
+            and not set(p.relative_to(folder).parts[:-1]) & IGNORED_NAMES
+            and (p.parent == folder or p.suffix != ".ipynb")]
 
 
 def _stand_in(exp: Expected, spare: dict[str, Path], n_expected: int) -> Path | None:

@@ -33,8 +33,8 @@ def material(tmp_path_factory):
 def test_the_material_holds_what_a_worker_needs_and_nothing_of_other_assignments(material):
     names = set(material)
     assert "nbgrader_config.py" in names
-    for rel in ("autograder/worker.py", "autograder/kernel_startup.py",
-                "autograder/kernel_guard.py", f"autograder/hidden/{A}.py",
+    for rel in ("autograder/worker.py", "autograder/probe/runtime.py", "autograder/verdicts.py",
+                f"autograder/hidden/{A}.py",
                 "source/.reference/refgrad/__init__.py", "source/.shared/coursekit.py",
                 f"source/{A}/{notebook_path(SOLUTIONS, A).name}",
                 f"source/{A}/coursekit.py", template_path(A)):

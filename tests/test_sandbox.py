@@ -428,9 +428,7 @@ def test_without_bubblewrap_the_level_is_none_with_the_reason(no_bwrap, tmp_path
     assert sandbox.isolation_for("off") == sandbox.NONE
     with pytest.raises(sandbox.SandboxUnavailable, match="not available"):
         sandbox.isolation_for("require")
-    from jupyter_client.manager import AsyncKernelManager
-
-    assert sandbox.kernel_manager_class(sandbox.NONE) is AsyncKernelManager
+    assert sandbox.kernel_manager_class(sandbox.NONE) is sandbox.LimitedKernelManager
 
 
 def test_grade_says_it_in_one_line_or_fails_when_required(no_bwrap, capsys):
