@@ -80,6 +80,9 @@ class Cluster:
                 return
             env = {oslimits.MARKER: self.token, "PYTHONDONTWRITEBYTECODE": "1"}
             dask.config.set(LOCAL_CONFIG)  # for this process's workers, restarted ones too
+            # Dask's own scratch (its locks and the workers' folders) in the run's work
+            # folder, removed with it, rather than a dask-scratch-space left in /tmp.
+            dask.config.set({"temporary-directory": str(self.work / "dask")})
             _preload_workers()
             self.local = LocalCluster(
                 n_workers=self.jobs, threads_per_worker=1, processes=True,

@@ -19,10 +19,13 @@ import psutil
 import pytest
 from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
 
+from autograder.sandbox import BUBBLEWRAP, sandbox_status
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 
 A = "01_value"
 LIMITS = ["--cell-timeout", "4", "--wall-limit", "90", "--memory", "2G"]
+KILL_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
 MARKER = "AUTOGRADER_WORKER"  # limits.MARKER: what the test's workers and kernels carry
 
 
@@ -263,21 +266,21 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path
 
 
 def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path):
-    """On this machine's cluster: a cell that kills the grading worker (its kernel's
-    parent). Dask runs it elsewhere until it gives up (KilledWorker); the grader then runs
-    it reporting each cell before it runs, learns the cell, and grades the rest without
-    it. Nobody else loses anything, and nothing is left running."""
+    """On this machine's cluster, unsandboxed: a cell that kills the grading worker (its
+    kernel's parent). Dask runs it elsewhere until it gives up (KilledWorker); the grader
+    then runs it reporting each cell before it runs, learns the cell, and grades the rest
+    without it. Nobody else loses anything, and nothing is left running. (In the sandbox
+    the kernel cannot see its worker: test_the_sandbox_keeps_the_worker_out_of_reach.)"""
     from autograder.demo import with_cell_after_first_test
 
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
-    killer = with_cell_after_first_test(
-        solution, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    killer = with_cell_after_first_test(solution, KILL_PARENT)
     students = {"killer": killer, "solution": solution, "blank": blank}
     course = make_class(tmp_path / "course", students)
     run = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
-                            "--jobs", "2"], cwd=course, env=env(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                            "--jobs", "2", "--no-sandbox"], cwd=course, env=env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = run.communicate(timeout=900)
     assert run.returncode == 1, out[-3000:] + err[-3000:]
     recs = records(course)
@@ -295,3 +298,25 @@ def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path
                     p.status() != psutil.STATUS_ZOMBIE:
                 left.append(p.pid)
     assert left == []
+
+
+@pytest.mark.skipif(sandbox_status().level != BUBBLEWRAP,
+                    reason=f"no sandbox here: {sandbox_status().reason}")
+def test_the_sandbox_keeps_the_worker_out_of_reach(tmp_path):
+    """The same cell in the sandbox: the kernel's parent is the sandbox's own init, which
+    a SIGKILL from inside does not stop, so the worker grades on and the cell costs
+    nothing; review flags the attempt."""
+    from autograder.demo import with_cell_after_first_test
+
+    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    students = {"killer": with_cell_after_first_test(solution, KILL_PARENT)}
+    course = make_class(tmp_path / "course", students)
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
+                          "--jobs", "1", "--require-sandbox"], cwd=course, env=env(),
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rec = records(course)["killer"]
+    assert rec["score"] == rec["max_score"]
+    assert not rec["problem"] and "skipped" not in rec["note"]
+    assert "calls os.kill" in rec["note"]
+    assert gradebook_rows(course) == {"killer": 1}
