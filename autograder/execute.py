@@ -15,7 +15,6 @@ in an earlier run) are not run at all, nor are the course's demonstrations (cell
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import queue
@@ -35,7 +34,7 @@ from . import limits as oslimits
 from . import sandbox as sandboxing
 from . import verdicts
 from .messages import Event
-from .probe import MIME, kernel_code
+from .probe import MIME, kernel_request
 
 RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events": [Event]}
 
@@ -204,7 +203,7 @@ class GuardedExecute(Execute):
     def _ask_probe(self, request: dict, index: int, cell) -> dict:
         if self._probe_lost:
             return {"crashed": "the grading kernel had stopped"}
-        code = f"{kernel_code()}\nserve({json.dumps(request)!r})\n"
+        code = kernel_request(request)
         answer = run_sync(self._async_ask_probe)(code, request["timeout"] + 10)
         if answer.get("_dead"):
             self._probe_lost = "died"

@@ -1,7 +1,7 @@
 """The probe: the only grading code that ever runs inside a student's kernel.
 
 It holds no secret: no reference engine, no expected value, no comparison. For each hidden
-test the grader sends the probe's source (``kernel_code()``) and a request (JSON): an
+test the grader sends the probe's source and a request (``kernel_request()``): an
 operation, the names of the student's functions to use and inputs the grader drew for this
 submission. The probe builds the inputs with the student's own classes and functions and
 answers with plain values (numbers, lists, strings, the text of an exception). The grader
@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 from pathlib import Path
 
 from . import engine, nn  # noqa: F401 (they register their operations)
 from .runtime import MIME, OPERATIONS, run_isolated
 
-__all__ = ["MIME", "OPERATIONS", "kernel_code", "run_isolated"]
+__all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_request", "run_isolated"]
 
 PARTS = ("runtime.py", "engine.py", "nn.py")
 
@@ -46,3 +47,13 @@ def kernel_code() -> str:
                 drop.update(range(node.lineno - 1, node.end_lineno))
         pieces.append("\n".join(ln for i, ln in enumerate(lines) if i not in drop))
     return "\n\n".join(pieces) + "\n"
+
+
+def kernel_request(request: dict) -> str:
+    """The cell a kernel runs for one request: the probe and ``serve(request)``, compiled
+    and run in a namespace of their own, so that none of the probe's names (``build``,
+    ``plain``...) land in, or shadow, the student's; and without IPython's per-cell work
+    on 30 kB of source, which cost 50 to 100 ms a request."""
+    source = f"{kernel_code()}\nserve({json.dumps(request)!r})\n"
+    return (f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
+            "{'__name__': 'autograder_probe'})\n")

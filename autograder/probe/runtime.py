@@ -29,7 +29,9 @@ OPERATIONS: dict = {}  # name -> operation(ns, **args), filled by engine.py and 
 
 def serve(request_json: str) -> None:
     """Run a request against the kernel's namespace and publish the answer (in a kernel)."""
-    shell = get_ipython()  # noqa: F821 (the kernel defines it)
+    from IPython import get_ipython
+
+    shell = get_ipython()
     answer = run_isolated(shell.user_ns, json.loads(request_json))
     data = {MIME: answer}
     shell.display_pub.publish(data=data, metadata={})
