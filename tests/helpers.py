@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -283,3 +284,20 @@ def grade_class(
     assert scores["perfect"] == full
     assert set(scores["blank"].values()) == {0.0}
     return scores, full
+
+
+def records(course: Path, assignment: str = "01_value") -> dict[str, dict]:
+    """{student: the grader's record} of ``assignment`` in a graded course."""
+    out = {}
+    for path in (course / "autograded").glob(f"*/{assignment}/.autograder.json"):
+        rec = json.loads(path.read_text())
+        out[rec["student"]] = rec
+    return out
+
+
+def gradebook_scores(course: Path, assignment: str = "01_value") -> dict[str, float]:
+    """{student: score} of ``assignment`` in the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions(assignment)}

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
+from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path, records
 
 from autograder.sandbox import BUBBLEWRAP, sandbox_status
 
@@ -40,14 +40,6 @@ def grade(course: Path, *args, timeout=900) -> subprocess.CompletedProcess:
                           timeout=timeout)
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
-
-
-def records(course: Path) -> dict[str, dict]:
-    out = {}
-    for path in (course / "autograded").glob(f"*/{A}/.autograder.json"):
-        rec = json.loads(path.read_text())
-        out[rec["student"]] = rec
-    return out
 
 
 def gradebook_rows(course: Path) -> dict[str, int]:

@@ -17,7 +17,15 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
+from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
+    VENV_BIN,
+    ScratchCourse,
+    gradebook_scores,
+    notebook_path,
+    records,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 
@@ -59,21 +67,6 @@ def run(course: Path, *args, timeout=900, check_codes=(0, 1)):
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode in check_codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
-
-
-def records(course: Path) -> dict[str, dict]:
-    out = {}
-    for path in (course / "autograded").glob(f"*/{A}/.autograder.json"):
-        rec = json.loads(path.read_text())
-        out[rec["student"]] = rec
-    return out
-
-
-def gradebook(course: Path) -> dict[str, float]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {s.student.id: s.score for s in gb.assignment_submissions(A)}
 
 
 def submission_rows(course: Path) -> int:
@@ -220,7 +213,7 @@ print(open(load_grader.__defaults__[0]).read())"""))
     proc = run(root, "grade", A, *LIMITS, "--jobs", "2")
     seconds = time.monotonic() - started
     return {"root": root, "proc": proc, "records": records(root),
-            "book": gradebook(root), "pidfile": pidfile, "seconds": seconds}
+            "book": gradebook_scores(root), "pidfile": pidfile, "seconds": seconds}
 
 
 def score(graded, student):
@@ -376,14 +369,14 @@ def test_rerun_changes_nothing_then_a_resubmission_replaces_the_old_grade(graded
     proc = run(root, "grade", A, *LIMITS)
     assert "0 graded" in proc.stdout, proc.stdout[-2000:]
     assert submission_rows(root) == before
-    assert gradebook(root) == graded["book"]
+    assert gradebook_scores(root) == graded["book"]
     # The same student hands in again: one submission, the new score.
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     nbformat.write(solution, root / "submitted" / "bug" / A / notebook_path(SOLUTIONS, A).name)
     proc = run(root, "grade", A, *LIMITS, "--student", "bug", "--student", "bug")
     assert "1 graded" in proc.stdout, proc.stdout[-2000:]
     assert submission_rows(root) == before
-    assert gradebook(root)["bug"] == graded["records"]["correct"]["max_score"]
+    assert gradebook_scores(root)["bug"] == graded["records"]["correct"]["max_score"]
 
 
 def test_killed_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
@@ -420,7 +413,7 @@ def test_killed_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
     full = recs["s1"]["max_score"]
     for student, nb in students.items():
         assert recs[student]["score"] == (full if nb is solution else 0)
-    assert gradebook(root) == {s: r["score"] for s, r in recs.items()}
+    assert gradebook_scores(root) == {s: r["score"] for s, r in recs.items()}
     assert not list((root / "autograded").glob("*/.*.new-*"))
 
 

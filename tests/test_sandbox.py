@@ -26,7 +26,15 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from helpers import ROOT, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
+from helpers import (
+    ROOT,
+    SOLUTIONS,
+    VENV_BIN,
+    ScratchCourse,
+    gradebook_scores,
+    notebook_path,
+    records,
+)
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
@@ -502,21 +510,6 @@ def grade(course: Path, *args, env=None, codes=(0, 1)):
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode in codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
-
-
-def records(course: Path) -> dict[str, dict]:
-    out = {}
-    for path in (course / "autograded").glob(f"*/{A}/.autograder.json"):
-        rec = json.loads(path.read_text())
-        out[rec["student"]] = rec
-    return out
-
-
-def gradebook_scores(course: Path) -> dict[str, float]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {s.student.id: s.score for s in gb.assignment_submissions(A)}
 
 
 def _environ(proc) -> dict:
