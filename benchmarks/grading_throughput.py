@@ -13,10 +13,11 @@ scratch (fresh gradebook, nothing autograded yet), in a private copy of the cour
   (b) ours:    `python -m autograder grade --jobs <cores>` (everything included: reading
                the gradebook, generate_assignment into it, workers starting, merging);
   (c) ours, one worker: `python -m autograder grade --jobs 1`;
-  (d) floor:   for each notebook exactly as the grader runs it (test cells with hidden
-               tests, taken from (a)'s autograded/), start a kernel with the same options
-               and run it with nbclient, one after the other; Python's start-up and
-               imports are not counted.
+  (d) floor:   for each notebook as the grader runs it (taken from (a)'s autograded/,
+               without the demonstrations grading skips, test cells with their visible
+               checks only: hidden tests decide outside the kernel), start a kernel with
+               the same options and run it with nbclient, one after the other; Python's
+               start-up and imports are not counted.
 
 Printed: throughput (a)/(b) (target >= 1.6 on 2 cores), the per-notebook cost
 (c)/N against (d)/N (target <= 1.3), and (c)'s time per submission of each assignment,
@@ -98,10 +99,15 @@ def floor(course: Path, graded: list[Path], extra_arguments: list[str], timeout:
 def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: int) -> float:
     from nbclient import NotebookClient
 
+    from autograder.verdicts import is_test_cell, strip_hidden
+
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [cell for cell in nb.cells if not is_demo(cell)]  # grading skips them too
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if is_test_cell(cell):  # the kernel runs the visible checks; verdicts are ours
+                cell.source = strip_hidden(cell.source)
     run_dir = tempfile.mkdtemp(dir=course)
     for extra in path.parent.iterdir():
         if extra.suffix != ".ipynb" and extra.is_file():
@@ -112,6 +118,13 @@ def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: 
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start
+
+
+def is_demo(cell) -> bool:
+    """A demonstration, which grading does not run (GuardedExecute.skip_tags)."""
+    md = cell.metadata.get("nbgrader", {})
+    return ("demo" in cell.metadata.get("tags", []) and not md.get("solution")
+            and not md.get("grade"))
 
 
 def per_lesson(course: Path) -> None:

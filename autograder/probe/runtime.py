@@ -195,7 +195,8 @@ def lookup(ns: dict, name: str):
 
 
 def graph_nodes(root) -> list:
-    """Every node ``root`` depends on through ``_prev``, each after its parents."""
+    """Every node ``root`` depends on through ``_prev``, each after its parents. (The same
+    walk as coursekit's: the probe must not rely on a module the student can change.)"""
     order, seen, stack = [], set(), [(root, False)]
     while stack:
         node, parents_done = stack.pop()
