@@ -76,8 +76,11 @@ class CellFailed(Exception):
 
 @contextlib.contextmanager
 def lesson_path(assignment: str):
-    """The assignment's folder first on sys.path (for coursekit), as in a kernel there."""
+    """The assignment's folder first on sys.path (for coursekit), as in a kernel there.
+    The recursion limit is put back afterwards: code under test may raise it, and a later
+    endless recursion would then overflow the C stack and kill this process."""
     folder = str(SOURCE / assignment)
+    limit = sys.getrecursionlimit()
     sys.path.insert(0, folder)
     sys.modules.pop("coursekit", None)
     try:
@@ -85,6 +88,7 @@ def lesson_path(assignment: str):
     finally:
         sys.path.remove(folder)
         sys.modules.pop("coursekit", None)
+        sys.setrecursionlimit(limit)
 
 
 def run_cells(

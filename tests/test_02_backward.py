@@ -3,7 +3,6 @@ any way, and catch the classic bugs, each in the cell that grades the broken exe
 only there: backward() and zero_grad are graded with the course's topological_order,
 grad_check with the course's backward() and numerical_grad."""
 
-import sys
 
 import pytest
 from helpers import (
@@ -524,13 +523,6 @@ def cell_names(nb, failed):
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     demo = next(f"cell {i}" for i in code if DEEP_DEMO in nb.cells[i].source)
     return {DEEP_DEMO if name == demo else name for name in failed}
-
-
-@pytest.fixture(autouse=True)
-def keep_recursion_limit():
-    limit = sys.getrecursionlimit()
-    yield
-    sys.setrecursionlimit(limit)
 
 
 @pytest.fixture(scope="module")

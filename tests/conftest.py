@@ -1,0 +1,16 @@
+"""Shared by every test: nothing one test's code under test changes in this process
+leaks into the next."""
+
+import sys
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def keep_recursion_limit():
+    """Student code under test may raise the recursion limit (lesson 2 has a bug that
+    does); with it raised, a later endless recursion overflows the C stack and kills the
+    test worker instead of raising RecursionError."""
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
