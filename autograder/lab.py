@@ -62,15 +62,8 @@ def lab(work: Path | None = None, extra: list[str] | None = None) -> int:
     if not NOTEBOOKS.is_dir():
         print(f"no {NOTEBOOKS}: run `make generate` first")
         return 1
-    changed = seed(work, NOTEBOOKS, START_PAGE)
-    where = work.relative_to(ROOT) if work.is_relative_to(ROOT) else work
-    for path in changed:
-        if path.endswith(".ipynb"):
-            print(f"new lesson notebook: {where}/{path}")
-    helpers = [p for p in changed if not p.endswith(".ipynb")]
-    if helpers:
-        print(f"course files copied or updated in {where}/: {len(helpers)}")
-    print(f"Your notebooks are in {where}/ (your answers there are never overwritten).")
+    launcher.seed_and_say(work, NOTEBOOKS, START_PAGE,
+                          work.relative_to(ROOT) if work.is_relative_to(ROOT) else work)
     venv_path()
     # cwd = the course root, so that Validate reads the course's nbgrader_config.py
     os.chdir(ROOT)

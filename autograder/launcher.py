@@ -117,8 +117,17 @@ def start_lab(layout: Layout, extra: list[str], cwd: Path) -> int:
     if not layout.lessons.is_dir():
         print(f"The lessons are missing: no folder {layout.lessons}.")
         return 1
-    changed = seed(layout.work, layout.lessons, layout.start_page)
-    where = _shown(layout.work)
+    seed_and_say(layout.work, layout.lessons, layout.start_page, _shown(layout.work))
+    if shutil.which("dot") is None:
+        print("Graph drawings need Graphviz's `dot`: sudo apt-get install graphviz (Debian,")
+        print("Ubuntu), brew install graphviz (macOS), or conda install -c conda-forge graphviz.")
+    return run(lab_command(layout.work, layout.config, extra), cwd, lab_env(layout.config))
+
+
+def seed_and_say(work: Path, lessons: Path, start_page: Path | None, where: object) -> None:
+    """``seed`` the working copy, and tell the student what it added (``where``: the
+    working copy as they know it)."""
+    changed = seed(work, lessons, start_page)
     for path in changed:
         if path.endswith(".ipynb"):
             print(f"new lesson notebook: {where}/{path}")
@@ -126,10 +135,6 @@ def start_lab(layout: Layout, extra: list[str], cwd: Path) -> int:
     if helpers:
         print(f"course files copied or updated in {where}/: {len(helpers)}")
     print(f"Your notebooks are in {where}/ (your answers there are never overwritten).")
-    if shutil.which("dot") is None:
-        print("Graph drawings need Graphviz's `dot`: sudo apt-get install graphviz (Debian,")
-        print("Ubuntu), brew install graphviz (macOS), or conda install -c conda-forge graphviz.")
-    return run(lab_command(layout.work, layout.config, extra), cwd, lab_env(layout.config))
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> int:

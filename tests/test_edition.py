@@ -262,6 +262,17 @@ def test_launcher_seeds_lessons_and_start_page_and_never_overwrites_a_notebook(s
     assert mine.read_text() == "my answers"
 
 
+def test_launcher_tells_the_student_what_it_added(student, tmp_path, capsys):
+    layout = launcher.Layout(student, work=tmp_path / "my-work")
+    launcher.seed_and_say(layout.work, layout.lessons, layout.start_page, "my-work")
+    first = capsys.readouterr().out
+    assert "new lesson notebook: my-work/01_value/value.ipynb" in first
+    assert "course files copied or updated in my-work/:" in first
+    launcher.seed_and_say(layout.work, layout.lessons, layout.start_page, "my-work")
+    assert capsys.readouterr().out == ("Your notebooks are in my-work/ (your answers there "
+                                       "are never overwritten).\n")
+
+
 def test_launcher_command_opens_the_start_page_on_this_machine_only(student, tmp_path):
     work = tmp_path / "my-work"
     launcher.seed(work, student / "lessons", student / "lessons" / "START-HERE.md")
