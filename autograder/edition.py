@@ -53,14 +53,14 @@ FORBIDDEN_TEXT = [
     "load_grader", "refgrad", "kernel_startup", "kernel_guard", "autograder.hidden",
     "autograder/hidden", "GradingFailure(",
 ]
-# Files and folders of the instructor's course, by name.
+# Files and folders of the instructor's course, by name: every module of the grader (read
+# from this folder, so a new one is covered), except the launcher, which ships as lab.py.
 FORBIDDEN_NAMES = {
-    "source", "solutions", "autograder", "hidden", "refgrad", ".reference", "submitted",
-    "autograded", "feedback", "exports", "gradebook.db", "nbgrader_config.py",
-    "grading.py", "worker.py", "limits.py", "submission.py", "commands.py", "course.py",
-    "collect.py", "export.py", "demo.py", "kernel_startup.py", "kernel_guard.py",
-    "common.py", "quiz.py", "lesson01.py", "lesson02.py", "lesson03.py", "lesson04.py",
-    "nbgrader_fixes.py", "feedback.py", "generate.py", "edition.py", ".autograder.json",
+    "source", "solutions", "autograder", "hidden", "probe", "refgrad", ".reference",
+    "submitted", "autograded", "feedback", "exports", "gradebook.db", "nbgrader_config.py",
+    ".autograder.json",
+    *(path.name for path in HERE.rglob("*.py")
+      if path.name not in {"__init__.py", "__main__.py", "launcher.py", "lab.py"}),
 }
 
 

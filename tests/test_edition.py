@@ -201,7 +201,7 @@ def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
 
 
 @pytest.mark.parametrize("name", ["solutions/value.ipynb", "refgrad/engine.py",
-                                  "nbgrader_config.py", "kernel_startup.py"])
+                                  "nbgrader_config.py", "verdicts.py", "probe/runtime.py"])
 def test_a_planted_grader_file_is_found(student, secrets, tmp_path, name):
     import shutil
 
