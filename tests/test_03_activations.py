@@ -394,3 +394,20 @@ def test_nbgrader_grades_03_activations(tmp_path):
     assert sum(full.values()) == 16
     assert scores["tanh_identity"] == full
     assert scores["relu_at_zero"] == {**full, RELU: 0.0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1, 11))
+def test_grad_set_instead_of_added_fails_every_op_on_every_seed(solution, seed):
+    """Grading draws new inputs for every submission: two students with the same bug
+    (`.grad =` for `.grad +=` in every activation) must lose the same points, whatever
+    the draw."""
+    import copy
+    import re
+
+    nb = copy.deepcopy(solution)
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            cell.source = re.sub(r"\.grad \+=", ".grad =", cell.source)
+    failed = set(failing_cells(nb, A, seed=seed))
+    assert failed == EXERCISES - {NEURON}, failed

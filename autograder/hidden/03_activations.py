@@ -61,13 +61,20 @@ def outside(op: str, x: float, k: float) -> Case:
     return Case(Program(1, [Step(op, (0,)), Step("*", (k, 1))]), [x])
 
 
+def reused(op: str, x: float = 0.7) -> list[Case]:
+    """x.op() + x and x.op() + x.op(): x gets gradient along two paths, so an op that sets
+    its input's grad (=) instead of adding to it (+=) fails on every seed."""
+    return [Case(Program(1, [Step(op, (0,)), Step("+", (1, 0))]), [x]),
+            Case(Program(1, [Step(op, (0,)), Step(op, (0,)), Step("+", (1, 2))]), [x])]
+
+
 def check_op(kernel: Kernel, op: str, visible: list[Case], points: list[float] = (),
              positive: bool = False, hint: str = "") -> None:
     """``op`` alone at random inputs (from 1.0, then from random values of d(loss)/d(out)),
     at chosen ``points`` (where ``hint`` is added to a failure), then in random graphs
     with the arithmetic (backward())."""
     rng = kernel.rng
-    cases = list(visible)
+    cases = [*visible, *reused(op)]
     for seed in [1.0] * 20 + [rng.choice((-0.5, 2.5, -3.0)) for _ in range(20)]:
         program, leaves = single(op, (0,), rng, positive=positive)
         cases.append(Case(program, leaves, seed=seed))
