@@ -52,7 +52,7 @@ from .dispatch import Dispatcher, Task  # noqa: E402
 from .display import Display, Outcome  # noqa: E402
 from .errors import ExitCode, GraderError  # noqa: E402
 from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
-from .material import Material, material_files, pack  # noqa: E402
+from .material import Material, material_files, pack, shared_files  # noqa: E402
 from .messages import Job, Result, write_files  # noqa: E402
 from .notes import compose_notes, has_problem, note_line  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
@@ -98,6 +98,7 @@ class ClassGrading:
         self.owners = _owners(course)
         self.released = {a: sorted(p.name for p in (course.source / a).iterdir())
                          for a in course.assignments()}
+        self.shared = shared_files()  # one version of the grader for the whole run
 
     def notebooks(self, assignment: str) -> int:
         return sum(1 for n in self.released.get(assignment, []) if n.endswith(".ipynb"))
@@ -108,7 +109,7 @@ class ClassGrading:
         grading other assignments)."""
         if assignment not in self.materials:
             template = sync_assignment(self.course, assignment, self.work)
-            files = material_files(self.course, assignment, template)
+            files = material_files(self.course, assignment, template, self.shared)
             self.materials[assignment] = pack(assignment, files)
         return self.materials[assignment]
 

@@ -24,16 +24,26 @@ from .course import ROOT, SHARED, SOURCE, Course
 from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 
 
-def material_files(course: Course, assignment: str, template: Path) -> dict[str, bytes]:
-    """Everything a worker needs to grade ``assignment``, as {path: bytes}: the grader
-    (its package, with the probe and the hidden tests, and
-    nbgrader_config.py), the reference engine, the students' helper module, the
-    assignment's source folder (links followed) and its template gradebook."""
+def shared_files() -> dict[str, bytes]:
+    """What every assignment's material holds: the grader (its package, with the probe and
+    the hidden tests, and nbgrader_config.py), the reference engine and the students'
+    helper module. A run reads them once, so that all its workers grade with one version
+    of the grader even if its files change meanwhile."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
-    trees = [(ROOT / CODE, f"{CODE}/"), (SOURCE / ".reference", "source/.reference/"),
-             (SHARED, "source/.shared/"), (course.source / assignment, f"source/{assignment}/")]
-    for folder, prefix in trees:
+    for folder, prefix in [(ROOT / CODE, f"{CODE}/"), (SOURCE / ".reference",
+                                                      "source/.reference/"),
+                           (SHARED, "source/.shared/")]:
         files.update(read_tree(folder, prefix))
+    return files
+
+
+def material_files(course: Course, assignment: str, template: Path,
+                   shared: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """Everything a worker needs to grade ``assignment``, as {path: bytes}: the
+    ``shared_files()`` (read now unless given), the assignment's source folder (links
+    followed) and its template gradebook."""
+    files = dict(shared if shared is not None else shared_files())
+    files.update(read_tree(course.source / assignment, f"source/{assignment}/"))
     files[template_path(assignment)] = template.read_bytes()
     return files
 

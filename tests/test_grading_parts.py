@@ -16,7 +16,7 @@ from helpers import NOTEBOOKS, SOLUTIONS, notebook_path
 from autograder import plugins
 from autograder.course import ROOT, open_course
 from autograder.limits import TASK_MARKER, GiB, Limits, kernel_command
-from autograder.material import material_files, pack, template_path
+from autograder.material import material_files, pack, shared_files, template_path
 from autograder.messages import Progress, write_files
 from autograder.submission import MAX_NOTEBOOK_BYTES, submitted_files
 
@@ -42,6 +42,19 @@ def test_the_material_holds_what_a_worker_needs_and_nothing_of_other_assignments
     assert not [n for n in names if n.startswith("source/02_")]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert material[f"source/{A}/coursekit.py"] == material["source/.shared/coursekit.py"]
+
+
+def test_every_material_of_a_run_carries_the_grader_read_at_its_start(tmp_path):
+    """A run reads the grader once (ClassGrading.shared): an assignment prepared later in
+    the run gets those files, not the ones on disk by then, so no worker ever mixes two
+    versions of the grader's modules."""
+    template = tmp_path / "template.db"
+    template.write_bytes(b"a template gradebook")
+    shared = shared_files()
+    shared["autograder/verdicts.py"] = b"# the grader as it was when the run started\n"
+    files = material_files(open_course(), A, template, shared)
+    assert files["autograder/verdicts.py"] == shared["autograder/verdicts.py"]
+    assert set(shared) <= set(files)
 
 
 def test_the_material_is_checked_where_it_is_unpacked(tmp_path, material):
