@@ -10,12 +10,16 @@
   there is no submission).
 - ``cells.csv``: one row per graded cell: ``student, assignment, notebook, cell, score,
   max_score``.
+
+Both are written by ``spreadsheet.write_csv``: a cell that a spreadsheet would run as a
+formula (a student id ``=2+5``, a note starting with ``@``) gets a leading ``'``.
 """
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from .spreadsheet import write_csv
 
 GRADES_HEADER = ["student", "assignment", "score", "max_score", "submitted", "late_seconds",
                  "problem", "note", "isolation", "review"]
@@ -59,13 +63,5 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
                     for grade in sorted(nb.grades, key=lambda g: g.name):
                         cells.append([student, a, nb.name, grade.name, _num(grade.score),
                                       _num(grade.max_score)])
-    paths = [out / "grades.csv", out / "cells.csv"]
-    for path, header, rows in ((paths[0], GRADES_HEADER, grades),
-                               (paths[1], CELLS_HEADER, cells)):
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(header)
-            writer.writerows(rows)
-        tmp.replace(path)
-    return paths
+    return [write_csv(out / "grades.csv", GRADES_HEADER, grades),
+            write_csv(out / "cells.csv", CELLS_HEADER, cells)]
