@@ -2,12 +2,21 @@
 ``submitted/<student>/<assignment>/`` with nbgrader's ``zip_collect``.
 
 Each PATH is a zip file (an LMS "download all", possibly with zips inside), a folder, or a
-notebook. nbgrader's ZipCollectApp unpacks the archives and copies each file it is told
-about; ``PatternCollector`` (its collector plugin here) tells it the student and the
-notebook, from the file's path inside its PATH matched against a pattern (see
-``PATTERN_HELP``). Files are first collected into a scratch course, then moved into the
-real ``submitted/``: a student whose submission is already there and differs is left alone
-unless ``--force``. Every file that is not placed is reported with the reason.
+notebook. ``archives.unpack`` unpacks it within limits (nbgrader's own unpacking reads
+whole members into memory and follows links); nbgrader's ZipCollectApp then copies each
+notebook it is told about: ``PatternCollector`` (its collector plugin here) tells it the
+student and the notebook, from the file's path inside its PATH matched against a pattern
+(see ``PATTERN_HELP``).
+
+The student is decided by the top-level name in the PATH only: that is the LMS's name for
+an upload (Canvas's ``<login>_<id>_<id>_<file>``, Moodle's folder), while everything
+inside an upload is the student's own, so a file or zip entry there named after another
+student stays the uploader's. ``--pattern auto`` picks one preset per PATH from its top
+level. Uploads from different students claiming one id (other LMS ids, or ids differing
+only in case or Unicode form) are all refused. Files are first collected into a scratch
+course, then moved into the real ``submitted/``: a student whose submission is already
+there and differs is left alone unless ``--force``. Every file that is not placed is
+reported with the reason.
 """
 
 from __future__ import annotations
@@ -19,11 +28,13 @@ import shutil
 import sys
 import tempfile
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from traitlets import Dict
 
+from .archives import fix_zip_name, unpack
 from .course import open_course
 from .discovery import GLOB_CHARS
 from .errors import ExitCode, GraderError
@@ -34,25 +45,29 @@ PRESETS = {
     "folders": r"(?P<student_id>[^/]+)/(?:.*/)?(?P<file_id>[^/]+\.ipynb)",
     # <student>.ipynb, for an assignment with one notebook
     "student": r"(?P<student_id>[^/]+)\.ipynb",
-    # Canvas: <login>_[late_]<user id>_<submission id>_<file name>
-    "canvas": r"(?:.*/)?(?P<student_id>[^/_]+)_(?:late_|LATE_)?\d+_\d+_(?P<file_id>[^/]+)",
+    # Canvas: <login>_[late_]<user id>_<submission id>_<file name>; an uploaded zip is a
+    # folder of that name (without .zip), and every notebook in it is the uploader's
+    "canvas": r"(?P<student_id>[^/_]+)_(?:late_|LATE_)?(?P<uploader>\d+)_\d+_"
+              r"(?:[^/]*/(?:.*/)?)?(?P<file_id>[^/]+)",
     # Moodle: <Full Name>_<participant id>_assignsubmission_file_/<file name>
-    "moodle": r"(?:.*/)?(?P<student_id>[^/_]+)_\d+_assignsubmission_file_?/(?:.*/)?"
+    "moodle": r"(?P<student_id>[^/_]+)_(?P<uploader>\d+)_assignsubmission_file_?/(?:.*/)?"
               r"(?P<file_id>[^/]+)",
 }
 AUTO_ORDER = ("moodle", "canvas", "folders", "student")
 
 PATTERN_HELP = """\
 File-name patterns (--pattern): a regular expression matched against each file's path
-inside the PATH it came from (inside the zip for a zip file; '/' separators). It must
-have (?P<student_id>...); (?P<file_id>...) names the notebook (optional when the assignment
-has one notebook: any .ipynb is taken as that one); (?P<timestamp>...) is optional (when a
-student has several copies, the newest is kept). Presets:
+inside the PATH it came from (inside the zip for a zip file; '/' separators; a zip inside
+is a folder named without .zip). It must have (?P<student_id>...), matched in the path's
+top-level name (the LMS's name for the upload: what is inside an upload is the student's
+and never names a student); (?P<file_id>...) names the notebook (optional when the
+assignment has one notebook: any .ipynb is taken as that one); (?P<timestamp>...) is
+optional (when a student has several copies, the newest is kept). Presets:
   folders  alice/value.ipynb             a folder per student (alice/work/value.ipynb too)
   student  alice.ipynb                   files named by student (one-notebook assignments)
   canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...)
   moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb
-  auto     (default) moodle, then canvas, then folders, then student
+  auto     (default) for each PATH, the preset naming most of its top-level entries
 Examples:
   python -m autograder collect 01_value ~/Downloads/submissions.zip --pattern canvas
   python -m autograder collect 01_value ~/marking/ --pattern '(?P<student_id>\\w+)-.*\\.ipynb'
@@ -67,6 +82,7 @@ class Placement:
     timestamp: object = None  # datetime or None
     origin: str = ""  # how to name the file in messages
     order: int = 0
+    uploader: str = ""  # who the LMS says uploaded it (Canvas user id, Moodle participant)
 
 
 @dataclass
@@ -99,22 +115,21 @@ def _pattern(name: str) -> list[tuple[str, re.Pattern]]:
 
 
 def clean_student_id(raw: str) -> str | None:
-    sid = " ".join(unicodedata.normalize("NFC", raw).split())
-    if not sid or sid.startswith(".") or "/" in sid or "\\" in sid or GLOB_CHARS & set(sid):
+    """A student's folder name (NFC, single spaces), or None when it cannot be one: a path,
+    a leading dot, nbgrader's glob characters, control or invisible characters (which
+    make an id that looks like another), more than 100 characters."""
+    raw = unicodedata.normalize("NFC", raw)
+    sid = " ".join(raw.split())
+    if (not sid or sid.startswith(".") or len(sid) > 100 or "/" in sid or "\\" in sid
+            or GLOB_CHARS & set(sid) or any(unicodedata.category(c)[0] == "C" for c in raw)):
         return None
     return sid
 
 
-def fix_zip_name(name: str) -> str:
-    """Zip tools that do not mark UTF-8 names get them read as cp437 ("JosÃ©" -> "Jos├⌐");
-    undo that when the bytes are valid UTF-8."""
-    if name.isascii():
-        return name
-    try:
-        fixed = name.encode("cp437").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return name
-    return fixed
+def fold(student: str) -> str:
+    """What two ids that could be taken for one student have in common (case, Unicode
+    compatibility forms, spacing)."""
+    return " ".join(unicodedata.normalize("NFKC", student).casefold().split())
 
 
 def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | None, str]:
@@ -133,6 +148,12 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
         m = pattern.fullmatch(rel)
         if m is None:
             continue
+        top = rel.find("/")
+        inside = [g for g in ("student_id", "uploader", "timestamp")
+                  if g in pattern.groupindex and top >= 0 and m.end(g) > top]
+        if inside:
+            return None, (f"the {inside[0].replace('_', ' ')} must come from the top-level "
+                          "name (the LMS's name for the upload), not from inside an upload")
         groups = m.groupdict()
         sid = clean_student_id(groups.get("student_id") or "")
         if sid is None:
@@ -151,8 +172,22 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
                 stamp = parse_utc(groups["timestamp"])
             except (ValueError, OverflowError):
                 stamp = None
-        return Placement(sid, file_id, stamp), ""
+        return Placement(sid, file_id, stamp, uploader=groups.get("uploader") or
+                         groups["student_id"]), ""
     return None, "the file name does not match the pattern"
+
+
+def choose_preset(rels: list[str], notebooks: list[str]) -> list[tuple[str, re.Pattern]]:
+    """--pattern auto for one PATH: the preset that places files from the most top-level
+    entries (ties: AUTO_ORDER). Only the top level is the LMS's naming, so a preset that
+    would only match names inside uploads (a student's own) is never chosen for them."""
+    best, most = AUTO_ORDER[0], -1
+    for name in AUTO_ORDER:
+        pattern = [(name, re.compile(PRESETS[name]))]
+        tops = {r.split("/", 1)[0] for r in rels if match_file(r, pattern, notebooks)[0]}
+        if len(tops) > most:
+            best, most = name, len(tops)
+    return [(best, re.compile(PRESETS[best]))]
 
 
 def collect(assignment: str, paths: list[str], *, pattern: str = "auto", root=None,
@@ -168,13 +203,15 @@ def collect(assignment: str, paths: list[str], *, pattern: str = "auto", root=No
     report = CollectReport()
     with tempfile.TemporaryDirectory(prefix="autograder-collect-") as tmp:
         staging = Path(tmp)
-        archive = staging / "downloaded" / assignment / "archive"
-        inputs = _stage_inputs(paths, archive, report)
-        if not inputs:
+        app = _zip_collect_app(course, assignment, staging)
+        extracted = Path(app._format_collect_path(app.extracted_directory))
+        placements = _gather(paths, extracted, patterns, notebooks, report)
+        _refuse_ambiguous(placements, report)
+        winners = _resolve_duplicates(placements, report)
+        if not winners:
             return report
         try:
-            staged = _zip_collect(course, assignment, staging, inputs, patterns, notebooks,
-                                  report)
+            staged = _zip_collect(app, assignment, staging, winners, report)
         except SystemExit as exc:
             report.failure = f"nbgrader zip_collect stopped ({exc})"
             return report
@@ -182,33 +219,30 @@ def collect(assignment: str, paths: list[str], *, pattern: str = "auto", root=No
     return report
 
 
-def _stage_inputs(paths, archive: Path, report: CollectReport) -> list[tuple[Path, str]]:
-    """Copy each PATH to archive/<n>/...; returns (folder in extracted/, label) pairs."""
-    inputs = []
-    for n, raw in enumerate(paths):
+def _gather(paths, extracted: Path, patterns, notebooks, report) -> dict[str, Placement]:
+    """Unpack each PATH (within archives.LIMITS) into extracted/<n>/ and decide where each
+    notebook goes: {its unpacked copy: placement}."""
+    placements: dict[str, Placement] = {}
+    for order, raw in enumerate(paths):
         src = Path(raw).expanduser()
-        slot = archive / f"{n:03d}"
         if not src.exists():
             report.not_placed.append((raw, "no such file or folder"))
             continue
-        if src.is_dir():
-            shutil.copytree(src, slot, symlinks=False, ignore_dangling_symlinks=True)
-            inputs.append((Path(f"{n:03d}"), raw))
-        elif src.suffix.lower() in (".zip", ".gz"):
-            slot.mkdir(parents=True)
-            shutil.copy(src, slot / src.name)
-            stem = src.name[:-len(src.suffix)]
-            if stem.endswith(".tar"):
-                stem = stem[:-4]
-            inputs.append((Path(f"{n:03d}") / stem, raw))
-        else:
-            slot.mkdir(parents=True)
-            shutil.copy(src, slot / src.name)
-            inputs.append((Path(f"{n:03d}"), str(src.parent) or "."))
-    return inputs
+        found, refused = unpack(src, raw, extracted / f"{order:03d}")
+        report.not_placed.extend(refused)
+        rels = ["/".join(f.parts) for f in found]
+        chosen = patterns if len(patterns) == 1 else choose_preset(rels, notebooks)
+        for f, rel in zip(found, rels):
+            placement, why = match_file(rel, chosen, notebooks)
+            if placement is None or f.disk is None:
+                report.not_placed.append((f.shown, why or "not a notebook"))
+                continue
+            placement.origin, placement.order = f.shown, order
+            placements[str(f.disk.resolve())] = placement
+    return placements
 
 
-def _zip_collect(course, assignment, staging, inputs, patterns, notebooks, report):
+def _zip_collect_app(course, assignment: str, staging: Path):
     from nbgrader.apps.zipcollectapp import ZipCollectApp
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.plugins import FileNameCollectorPlugin
@@ -235,24 +269,13 @@ def _zip_collect(course, assignment, staging, inputs, patterns, notebooks, repor
     app.coursedir = CourseDirectory(config=cfg)
     app.log.setLevel("ERROR")
     app.init_plugins()
-    app.extract_archive_files()
-    extracted = Path(app._format_collect_path(app.extracted_directory))
+    return app
 
-    placements: dict[str, Placement] = {}
-    for order, (folder, label) in enumerate(inputs):
-        base = extracted / folder
-        files = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
-        for path in files:
-            rel = fix_zip_name(path.relative_to(base).as_posix())
-            shown = f"{label}: {rel}" if label.endswith((".zip", ".gz")) else (
-                str(Path(label) / rel))
-            placement, why = match_file(rel, patterns, notebooks)
-            if placement is None:
-                report.not_placed.append((shown, why))
-                continue
-            placement.origin, placement.order = shown, order
-            placements[str(path.resolve())] = placement
-    winners = _resolve_duplicates(placements, report)
+
+def _zip_collect(app, assignment: str, staging: Path, winners: dict[str, Placement],
+                 report) -> Path:
+    """nbgrader copies the chosen notebooks into staging/submitted/ (its own unpacking is
+    not used: archives.unpack did it within limits)."""
     app.collector_plugin_inst.decisions = {
         path: {"student_id": p.student, "file_id": p.file_id,
                **({"timestamp": p.timestamp.isoformat(" ")} if p.timestamp else {})}
@@ -266,6 +289,21 @@ def _zip_collect(course, assignment, staging, inputs, patterns, notebooks, repor
         else:
             report.not_placed.append((p.origin, "nbgrader zip_collect did not copy it"))
     return submitted
+
+
+def _refuse_ambiguous(placements: dict[str, Placement], report) -> None:
+    """Uploads from different students claiming one student (other LMS ids, or ids that
+    differ only in case, spacing or Unicode form) are all refused: names cannot tell
+    which of them is that student's."""
+    claims: dict[str, set] = defaultdict(set)
+    for p in placements.values():
+        claims[fold(p.student)].add((p.student, p.uploader))
+    for path, p in list(placements.items()):
+        claimants = claims[fold(p.student)]
+        if len(claimants) > 1:
+            del placements[path]
+            report.not_placed.append((p.origin, f"refused: {len(claimants)} different "
+                                      f"uploads claim student {p.student!r}; file it by hand"))
 
 
 def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, Placement]:
@@ -297,11 +335,21 @@ def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, P
 def _move_into_course(course, assignment, staged: Path, force: bool, report) -> None:
     if not staged.is_dir():
         return
+    known = {fold(d.name): d.name for d in course.submitted.iterdir()} if (
+        course.submitted.is_dir()) else {}
     for sdir in sorted(staged.iterdir()):
         src = sdir / assignment
         if not src.is_dir():
             continue
         dest = course.submitted / sdir.name / assignment
+        twin = known.get(fold(sdir.name), sdir.name)
+        if twin != sdir.name:
+            report.students[sdir.name] = "refused"
+            report.placed = [p for p in report.placed if not p.startswith(f"{sdir.name}/")]
+            report.not_placed += [(f"{sdir.name}/{f.name}", f"refused: submitted/{twin} is "
+                                   "the same id but for case or Unicode form; file it by hand")
+                                  for f in sorted(src.iterdir())]
+            continue
         if dest.exists():
             if folder_digest(dest) == folder_digest(src):
                 report.students[sdir.name] = "unchanged"
