@@ -34,7 +34,8 @@ from pathlib import Path
 
 from traitlets import Dict
 
-from .archives import fix_zip_name, unpack
+from .archive_readers import fix_zip_name
+from .archives import unpack
 from .course import open_course
 from .discovery import GLOB_CHARS
 from .errors import ExitCode, GraderError
@@ -83,6 +84,7 @@ class Placement:
     origin: str = ""  # how to name the file in messages
     order: int = 0
     uploader: str = ""  # who the LMS says uploaded it (Canvas user id, Moodle participant)
+    spelling: str = ""  # the student id as the name spells it
 
 
 @dataclass
@@ -172,8 +174,8 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
                 stamp = parse_utc(groups["timestamp"])
             except (ValueError, OverflowError):
                 stamp = None
-        return Placement(sid, file_id, stamp, uploader=groups.get("uploader") or
-                         groups["student_id"]), ""
+        return Placement(sid, file_id, stamp, uploader=groups.get("uploader") or "",
+                         spelling=groups["student_id"]), ""
     return None, "the file name does not match the pattern"
 
 
@@ -292,18 +294,21 @@ def _zip_collect(app, assignment: str, staging: Path, winners: dict[str, Placeme
 
 
 def _refuse_ambiguous(placements: dict[str, Placement], report) -> None:
-    """Uploads from different students claiming one student (other LMS ids, or ids that
-    differ only in case, spacing or Unicode form) are all refused: names cannot tell
+    """Uploads from different students claiming one student (two LMS ids, or spellings
+    that differ only in case, spacing or Unicode form) are all refused: names cannot tell
     which of them is that student's."""
-    claims: dict[str, set] = defaultdict(set)
+    spellings: dict[str, set] = defaultdict(set)
+    uploaders: dict[str, set] = defaultdict(set)
     for p in placements.values():
-        claims[fold(p.student)].add((p.student, p.uploader))
+        spellings[fold(p.student)].add(p.spelling)
+        uploaders[fold(p.student)].add(p.uploader or None)
     for path, p in list(placements.items()):
-        claimants = claims[fold(p.student)]
-        if len(claimants) > 1:
+        key = fold(p.student)
+        claimants = max(len(spellings[key]), len(uploaders[key] - {None}))
+        if claimants > 1:
             del placements[path]
-            report.not_placed.append((p.origin, f"refused: {len(claimants)} different "
-                                      f"uploads claim student {p.student!r}; file it by hand"))
+            report.not_placed.append((p.origin, f"refused: {claimants} different uploads "
+                                      f"claim student {p.student!r}; file it by hand"))
 
 
 def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, Placement]:

@@ -370,6 +370,22 @@ def test_a_tar_upload_is_read_within_the_same_rules(tmp_path):
     assert not list(tmp_path.rglob(f"escaped_{NB}"))
 
 
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_entries_zipfile_cannot_decompress_in_bounded_steps_are_refused(tmp_path, method):
+    """zipfile decompresses bzip2 and lzma a whole chunk at a time: 208 bytes of bzip2 are
+    256 MiB of zeros, so such entries are not read at all."""
+    upload = tmp_path / "work.zip"
+    with zipfile.ZipFile(upload, "w", method) as zf:
+        zf.writestr(NB, bytes(16 * MiB))
+    download = _raw_zip(tmp_path / "download.zip", {
+        f"alice_1_11_{NB}": _deflated(HONEST), "mallory_7_70_work.zip": _stored(
+            upload.read_bytes())})
+    report = _collect(tmp_path, download)
+    assert _submitted(tmp_path) == {"alice": HONEST}
+    ((name, why),) = report.not_placed
+    assert name.endswith(f"mallory_7_70_work.zip/{NB}") and "bzip2 or lzma" in why
+
+
 # ---- honest collection is unchanged -----------------------------------------------------------
 
 
@@ -394,6 +410,17 @@ def test_honest_folders_and_moodle_downloads_are_collected_as_before(tmp_path):
     assert _submitted(tmp_path) == {"=2+5": HONEST, "Ann Lee": EVIL, "Zoë Saldaña": HONEST,
                                     "alice": HONEST}
     assert report.exit_code == 0, _notes(report)
+
+
+def test_one_student_in_a_download_and_a_folder_is_not_ambiguous(tmp_path):
+    download = _zip(tmp_path / "download.zip", {f"alice_1_11_{NB}": EVIL})
+    folder = tmp_path / "late"
+    (folder / "alice").mkdir(parents=True)
+    (folder / "alice" / NB).write_bytes(HONEST)
+    report = _collect(tmp_path, download, folder)
+    assert _submitted(tmp_path) == {"alice": HONEST}  # the later PATH, as before
+    assert [why for _, why in report.not_placed] == [
+        f"another copy for alice's {NB} was kept: {folder / 'alice' / NB}"]
 
 
 # ---- spreadsheets: no cell is a formula ------------------------------------------------------
