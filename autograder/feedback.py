@@ -29,7 +29,6 @@ import contextlib
 import functools
 import html
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from .course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from .discovery import GLOB_CHARS
 from .errors import ExitCode
 from .inert import STAMP, is_stamp
+from .sanitize import blank_paths_through, strip_tags
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MARKERS = (BEGIN, END, "load_grader(")
@@ -144,7 +144,6 @@ def quotes_grader(text: str) -> bool:
 
 
 MATERIAL = "/autograder-material/"  # a Dask worker's copy of the grader (plugins.py)
-MATERIAL_PATH = re.compile(r"[^\s'\"]{0,300}/autograder-material/[0-9a-f]+")
 
 
 def mentions_grader_path(text: str) -> bool:
@@ -154,7 +153,7 @@ def mentions_grader_path(text: str) -> bool:
 def blank_paths(text: str) -> str:
     for p in sorted(grader_paths(), key=len, reverse=True):
         text = text.replace(p, "<course>")
-    return MATERIAL_PATH.sub("<course>", text) if MATERIAL in text else text
+    return blank_paths_through(text, MATERIAL, "<course>") if MATERIAL in text else text
 
 
 # ---- the nbgrader preprocessor -------------------------------------------------------------
@@ -218,7 +217,7 @@ def _clean_output(out):
 
 
 def _html_text(text: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", text))
+    return html.unescape(strip_tags(text))
 
 
 # ---- the command -----------------------------------------------------------------------------
