@@ -333,6 +333,39 @@ def fuzz_notebooks():
     return raw
 
 
+def test_the_linear_scans_find_what_the_regular_expressions_found():
+    """sanitize._depth, feedback._html_text and feedback.blank_paths scan in one pass (the
+    regular expressions they replace were quadratic in crafted text, see
+    tests/test_review_covert.py): on thousands of short texts made of the characters that
+    matter, they find exactly what those expressions found."""
+    import html
+    import random
+
+    from autograder import feedback
+
+    tag = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*?(/?)>")
+    material = re.compile(r"[^\s'\"]{0,300}/autograder-material/[0-9a-f]+")
+
+    def depth(text):
+        level = deepest = 0
+        for closing, name, selfclosing in tag.findall(text):
+            if name.lower() not in sanitize.VOID and not selfclosing:
+                level += -1 if closing else 1
+                deepest = max(deepest, level)
+        return deepest
+
+    rng = random.Random(20)
+    pieces = ["/autograder-material/", "/autograder-material", "ab", "9", "x", " ", "'", "\n"]
+    for _ in range(5000):
+        text = "".join(rng.choice(rng.choice(["<>/ab ", "<>/aB1:-\"' \n", "<>/brdiv "]))
+                       for _ in range(rng.randint(0, 40)))
+        assert sanitize._depth(text) == depth(text), text
+        assert feedback._html_text(text) == html.unescape(re.sub(r"<[^>]+>", "", text)), text
+        text = "".join(rng.choice([*pieces, "q" * rng.randint(0, 320)])
+                       for _ in range(rng.randint(0, 12)))
+        assert feedback.blank_paths(text) == material.sub("<course>", text), text
+
+
 def test_no_notebook_content_makes_rendering_fail():
     started = time.monotonic()
     page = render(fuzz_notebooks())
@@ -477,14 +510,18 @@ def test_flags_for_review_reach_the_record_the_table_and_grades_csv(graded_class
     rows = {r["student"]: r for r in csv.DictReader(
         (root / "exports" / "grades.csv").open(encoding="utf-8"))}
     assert rows["correct"]["review"] == "" and rows["fuzz"]["review"] == ""
-    # The evil student prints the words load_grader( and _refgrad_ too.
-    reasons = ["mentions load_grader", "mentions refgrad", "calls gc.get_objects"]
+    # The evil student prints the words load_grader( and _refgrad_ too: each flag says
+    # where (the cell of the notebook as handed in, the line of the cell) and its class.
+    reasons = ["cell 5, line 7: mentions load_grader: the grader's code or files",
+               "cell 5, line 7: mentions refgrad: the grader's code or files",
+               "cell 6, line 3: calls gc.get_objects: introspection of the process"]
     assert rows["evil"]["review"] == "; ".join(reasons)
-    assert f"flagged for review: {', '.join(reasons)}" in rows["evil"]["note"]
+    assert f"flagged for review: {'; '.join(reasons)}" in rows["evil"]["note"]
     assert rows["evil"]["problem"] == "no" and rows["evil"]["score"] == rows["correct"]["score"]
     record = json.loads((root / "autograded" / "evil" / A / ".autograder.json").read_text())
     assert record["review"] == reasons and not record["problem"]
-    assert "flagged for review: mentions load_grader" in graded_class["grade"].stdout
+    assert "flagged for review: cell 5, line 7: mentions load_grader" in (
+        graded_class["grade"].stdout)
     assert graded_class["grade"].returncode == 0  # a flag is not a problem
     evil = next((root / "feedback" / "evil" / A).glob("*.html")).read_text()
     assert "flagged for review" not in evil  # for instructors, not in the student's page

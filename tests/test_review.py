@@ -13,6 +13,8 @@ from nbformat.v4 import new_code_cell
 
 from autograder import demo
 from autograder.review import flag_code, flag_notebook, flag_submission, given_code
+from autograder.review_rules import ENGINE, GRADER, HIDDEN, KERNEL, PROCESS
+from autograder.review_rules import INTROSPECTION as INTRO
 
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir()
                      and any(p.glob("*.ipynb")))
@@ -35,58 +37,71 @@ def test_honest_work_is_never_flagged(assignment, tmp_path):
 
 
 @pytest.mark.parametrize("code, reasons", [
-    ("import torch", ["imports torch"]),
-    ("import torch.nn.functional as F", ["imports torch"]),
-    ("from micrograd.engine import Value", ["imports micrograd"]),
-    ("import jax.numpy as jnp", ["imports jax"]),
-    ("import refgrad", ["imports refgrad"]),
-    ("from refgrad.nn import MLP", ["imports refgrad"]),
-    ("import autograder.hidden", ["imports autograder"]),
-    ("import gc\nobjects = gc.get_objects()", ["calls gc.get_objects"]),
-    ("from gc import get_referrers as refs\nrefs(x)", ["calls gc.get_referrers"]),
-    ("import sys\nframe = sys._getframe(1)", ["uses sys._getframe"]),
-    ("import sys as s\ns._getframe(0).f_back", ["uses sys._getframe", "inspects stack frames"]),
-    ("import inspect\ninspect.currentframe()", ["inspects the call stack"]),
-    ("import sys\nsys.settrace(tracer)", ["sets a trace function"]),
-    ("import ctypes\nctypes.string_at(0)", ["uses ctypes"]),
+    ("import torch", [f"imports torch: {ENGINE}"]),
+    ("import torch.nn.functional as F", [f"imports torch.nn.functional: {ENGINE}"]),
+    ("from micrograd.engine import Value", [f"imports micrograd.engine: {ENGINE}"]),
+    ("import jax.numpy as jnp", [f"imports jax.numpy: {ENGINE}"]),
+    ("import refgrad", [f"imports refgrad: {GRADER}"]),
+    ("from refgrad.nn import MLP", [f"imports refgrad.nn: {GRADER}"]),
+    ("import autograder.hidden", [f"imports autograder.hidden: {GRADER}"]),
+    ("import gc\nobjects = gc.get_objects()", [f"calls gc.get_objects: {INTRO}"]),
+    ("from gc import get_referrers as refs\nrefs(x)",
+     [f"imports gc.get_referrers: {INTRO}", f"calls gc.get_referrers: {INTRO}"]),
+    ("import sys\nframe = sys._getframe(1)", [f"calls sys._getframe: {INTRO}"]),
+    ("import sys as s\ns._getframe(0).f_back",
+     [f"calls sys._getframe: {INTRO}", f"uses f_back: {INTRO}"]),
+    ("import inspect\ninspect.currentframe()", [f"calls inspect.currentframe: {INTRO}"]),
+    ("import sys\nsys.settrace(tracer)", [f"calls sys.settrace: {KERNEL}"]),
+    ("import ctypes\nctypes.string_at(0)", [f"imports ctypes: {INTRO}"]),
     ("ip = get_ipython()\nip.input_transformers_cleanup.append(rewrite)",
-     ["uses IPython input transformers"]),
-    ("get_ipython().ast_transformers.append(t)", ["uses IPython input transformers"]),
+     [f"uses input_transformers_cleanup: {KERNEL}"]),
+    ("get_ipython().ast_transformers.append(t)", [f"uses ast_transformers: {KERNEL}"]),
     ("from IPython.core.inputtransformer2 import TransformerManager",
-     ["uses IPython input transformers"]),
-    ("get_ipython().events.register('post_run_cell', hook)", ["registers IPython events"]),
-    ("import os\nos.kill(os.getppid(), 9)", ["calls os.kill"]),
-    ("from os import kill\nkill(1, 9)", ["calls os.kill"]),
-    ("import os\nos.system('ls')", ["runs shell commands"]),
-    ("import subprocess\nsubprocess.run(['ls'])", ["uses subprocess"]),
+     [f"imports IPython.core.inputtransformer2: {KERNEL}"]),
+    ("get_ipython().events.register('post_run_cell', hook)",
+     [f"uses get_ipython().events: {KERNEL}", f"registers IPython events: {KERNEL}"]),
+    ("import os\nos.kill(os.getppid(), 9)",
+     [f"calls os.kill: {PROCESS}", f"calls os.getppid: {PROCESS}"]),
+    ("from os import kill\nkill(1, 9)",
+     [f"imports os.kill: {PROCESS}", f"calls os.kill: {PROCESS}"]),
+    ("import os\nos.system('ls')", [f"calls os.system: {PROCESS}"]),
+    ("import subprocess\nsubprocess.run(['ls'])", [f"imports subprocess: {PROCESS}"]),
     ("import sqlite3\nsqlite3.connect('gradebook.db')",
-     ["uses sqlite3", "mentions the grader's files"]),
-    ("load_grader('01_value')", ["mentions load_grader"]),
-    ("print(load_grader.__defaults__)", ["mentions load_grader"]),
+     [f"imports sqlite3: {PROCESS}", f"mentions gradebook.db: {GRADER}"]),
+    ("load_grader('01_value')", [f"uses load_grader: {GRADER}"]),
+    ("print(load_grader.__defaults__)",
+     [f"uses load_grader: {GRADER}", f"uses __defaults__: {INTRO}"]),
     ("text = open('source/.reference/refgrad/engine.py').read()",
-     ["mentions refgrad", "mentions the grader's files"]),
-    ("import builtins\nbuiltins.abs = lambda x: 0.0", ["patches builtins"]),
-    ("import math\nmath.isclose = lambda *a, **k: True", ["patches math"]),
-    ("import sys\nsys.modules['refgrad'] = fake", ["uses sys.modules", "mentions refgrad"]),
+     [f"mentions refgrad: {GRADER}", f"mentions .reference: {GRADER}"]),
+    ("import builtins\nbuiltins.abs = lambda x: 0.0",
+     [f"imports builtins: {KERNEL}", f"patches builtins: {KERNEL}"]),
+    ("import math\nmath.isclose = lambda *a, **k: True", [f"patches math: {KERNEL}"]),
+    ("import sys\nsys.modules['refgrad'] = fake",
+     [f"uses sys.modules: {INTRO}", f"mentions refgrad: {GRADER}"]),
     # the same, hidden a little
-    ("__import__('torch')", ["imports torch"]),
-    ("import importlib\nimportlib.import_module('micrograd.engine')", ["imports micrograd"]),
-    ("from importlib import import_module as im\nim('ctypes')", ["uses ctypes"]),
-    ("import sys\ngetattr(sys, '_getframe')(1)", ["uses sys._getframe"]),
-    ("import gc\nf = getattr(gc, 'get_' + 'objects')", []),  # not a constant: not seen
-    ("import os\ngetattr(os, 'kill')(1, 9)", ["calls os.kill"]),
-    ("exec('import torch')", ["imports torch"]),
-    ("vars(sys)['_getframe']", ["uses sys._getframe"]),
+    ("__import__('torch')", [f"imports torch: {ENGINE}"]),
+    ("import importlib\nimportlib.import_module('micrograd.engine')",
+     [f"imports micrograd.engine: {ENGINE}"]),
+    ("from importlib import import_module as im\nim('ctypes')", [f"imports ctypes: {INTRO}"]),
+    ("import sys\ngetattr(sys, '_getframe')(1)", [f"calls sys._getframe: {INTRO}"]),
+    ("import gc\nf = getattr(gc, 'get_' + 'objects')",
+     [f"uses gc.get_objects: {INTRO}"]),  # built from constants: worked out
+    ("import os\ngetattr(os, 'kill')(1, 9)", [f"calls os.kill: {PROCESS}"]),
+    ("exec('import torch')", [f"imports torch: {ENGINE}"]),
+    ("vars(sys)['_getframe']", [f"uses sys._getframe: {INTRO}"]),
+    ("import gc\nf = getattr(gc, name)",
+     [f"calls getattr on gc with a name made at run time: {HIDDEN}"]),
     # IPython syntax is set aside, and what %time runs is read
-    ("!pip install torch", ["runs shell commands"]),
-    ("files = !ls", ["runs shell commands"]),
-    ("%%bash\nkill -9 $PPID", ["runs shell commands"]),
-    ("%time import torch", ["imports torch"]),
-    ("%%timeit\nimport gc\ngc.get_objects()", ["calls gc.get_objects"]),
+    ("!pip install torch", [f"runs shell commands: {PROCESS}"]),
+    ("files = !ls", [f"runs shell commands: {PROCESS}"]),
+    ("%%bash\nkill -9 $PPID", [f"runs %%bash: {PROCESS}"]),
+    ("%time import torch", [f"imports torch: {ENGINE}"]),
+    ("%%timeit\nimport gc\ngc.get_objects()", [f"calls gc.get_objects: {INTRO}"]),
     ("%matplotlib inline\nimport math\nprint(math.pi)", []),
     ("for i in range(3):\n    %time f(i)\nx = 1", []),
     # code that does not parse is searched as text
-    ("def broken(:\n    import torch\n    os.kill(1, 9)", ["imports torch", "calls os.kill"]),
+    ("def broken(:\n    import torch\n    os.kill(1, 9)",
+     [f"imports torch: {ENGINE}", f"uses os.kill: {PROCESS}"]),
     # honest code
     ("import math, random, time\nimport numpy as np\nimport matplotlib.pyplot as plt", []),
     ("import gc\ngc.collect()\ngc.disable()", []),
@@ -117,7 +132,8 @@ def test_only_code_the_student_wrote_counts(tmp_path):
     assert flag_submission(folder, source) == []
     submission.cells[2].source += "\nimport ctypes"
     nbformat.write(submission, folder / name)
-    assert flag_submission(folder, source) == ["imports torch", "uses ctypes"]
+    assert flag_submission(folder, source) == [f"cell 3, line 1: imports torch: {ENGINE}",
+                                               f"cell 3, line 2: imports ctypes: {INTRO}"]
 
 
 def test_flagging_never_fails(tmp_path):
@@ -132,6 +148,8 @@ def test_flagging_never_fails(tmp_path):
         {"cell_type": "code", "input": "import micrograd"}]}]}))
     (folder / "deep.ipynb").write_text(json.dumps({"cells": [
         {"cell_type": "code", "source": "x = " + "(" * 5000 + ")" * 5000}]}))
-    assert flag_submission(folder, SOURCE / A) == ["imports torch", "imports micrograd"]
+    assert flag_submission(folder, SOURCE / A) == [
+        f"odd.ipynb cell 1, line 1: imports torch: {ENGINE}",
+        f"v3.ipynb cell 1, line 1: imports micrograd: {ENGINE}"]
     assert flag_submission(folder, SOURCE / A, ["value.ipynb", "missing.ipynb"]) == []
     assert flag_submission(Path("/nonexistent"), SOURCE / A) == []
