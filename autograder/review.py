@@ -42,7 +42,7 @@ from .review_rules import TOO_LONG, UNREADABLE, show
 from .review_values import Memory
 
 MAX_CELL = 100_000  # characters of one cell read (honest cells hold a few thousand)
-MAX_REVIEWED = 1_000_000  # characters of a submission's own code read, in all
+MAX_REVIEWED = 500_000  # characters of a submission's own code read, in all (a few s)
 MAX_FLAGS = 12  # flags listed for one submission; the rest are counted
 
 

@@ -38,14 +38,14 @@ theano paddle mlx keras flax""")
 MODULES = _table(
     (GRADER, "refgrad autograder nbgrader nbclient nbconvert jupyter_client dask distributed"),
     (INTROSPECTION, "ctypes _ctypes cffi _testcapi _testinternalcapi _xxsubinterpreters "
-     "_interpreters __main__ objgraph pympler guppy _hashlib hmac"),
+     "_interpreters __main__ objgraph pympler guppy"),
     (PROCESS, "subprocess _posixsubprocess pty multiprocessing _multiprocessing concurrent "
      "signal _signal socket _socket socketserver ssl http urllib.request urllib3 requests "
      "ftplib smtplib telnetlib xmlrpc asyncio threading _thread mmap sqlite3 _sqlite3 "
      "resource fcntl termios tty select selectors psutil faulthandler atexit posix "
      "_posixshmem"),
     (KERNEL, "builtins ipykernel IPython.core IPython.terminal IPython.kernel IPython.utils "
-     "zmq tornado traitlets"),
+     "zmq tornado traitlets hmac _hashlib"),
     (HIDDEN, "marshal runpy code codeop zipimport dill cloudpickle importlib.util "
      "importlib.machinery importlib.abc importlib._bootstrap importlib._bootstrap_external "
      "sitecustomize usercustomize"),

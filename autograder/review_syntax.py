@@ -49,8 +49,8 @@ CELL_MAGIC_HELP = re.compile(r"%%\w+\?")  # %%bash? asks for help (anchored, one
 
 @dataclass
 class Magic:
-    """One piece of IPython syntax: ``%%`` (cell magic), ``%``, ``!``/``!!`` (shell) or
-    ``?`` (help, ``name`` is the object asked about)."""
+    """One piece of IPython syntax at ``line``: ``%%`` (a cell magic, with its ``body``),
+    ``%`` (a line magic), ``!`` (shell) or ``?`` (help: ``args`` is what it asks about)."""
 
     line: int
     escape: str

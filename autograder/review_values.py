@@ -271,14 +271,15 @@ class Folder:
 
 @dataclass
 class Memory:
-    """What a submission's earlier cells tell about its later ones: import aliases, the
-    modules imported, constants, the files its notebooks write."""
+    """What a submission's earlier cells tell about its later ones (import aliases, the
+    modules imported, constants, the files its notebooks write) and what is left of the
+    bounds on reading it."""
 
     aliases: dict[str, set[str]] = field(default_factory=dict)
     modules: set[str] = field(default_factory=set)
     written: set[str] = field(default_factory=set)
     folder: Folder = field(default_factory=Folder)
-    left: int = 1_000_000  # characters of code still to be read (review.MAX_REVIEWED)
+    left: int = 500_000  # characters of code still to be read (review.MAX_REVIEWED)
     pieces: int = MAX_PIECES  # pieces of code in magics and strings still to be read
 
 
@@ -322,15 +323,13 @@ class Names:
             names = self.resolve(node.value)
             for target in targets:
                 if isinstance(target, ast.Name):
-                    if names:
+                    if names:  # k = os.kill: k may be os.kill (and what it was)
                         m.aliases[target.id] = set(list(
                             m.aliases.get(target.id, set()) | names)[:MAX_NAMES])
-                        m.modules.update(n.split(".")[0] for n in names
-                                         if n.split(".")[0] in m.modules)
                     m.folder.assign(target.id, node.value)
         elif isinstance(node, ast.Name | ast.arg | ast.FunctionDef | ast.ClassDef | ast.alias):
-            name = getattr(node, "id", None) or getattr(node, "arg", None) or getattr(
-                node, "name", "")
+            name = (node.asname or node.name.split(".")[0] if isinstance(node, ast.alias)
+                    else getattr(node, "id", None) or getattr(node, "arg", None) or node.name)
             parent = self.parent.get(id(node))
             if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) and not (
                     isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr)

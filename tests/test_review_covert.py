@@ -285,6 +285,12 @@ def test_a_long_cell_is_cut_and_the_cut_flagged(tmp_path):
         "cell 2, line 1: 180,013 characters: the first 100,000 read: too long to review"]
 
 
+def test_a_submission_is_read_up_to_a_bound_and_the_rest_flagged(tmp_path):
+    folder = notebook(tmp_path, *["x = 1\n" * 16_000] * 6, "import ctypes")
+    assert flag_submission(folder, SOURCE / A) == [
+        "cell 8, line 1: not read: past 500,000 characters of code: too long to review"]
+
+
 def run_for(code: str, timeout: float = 60) -> float:
     """CPU seconds ``code`` (which sets ``f`` and ``arg``) takes to run ``f(arg)``, measured in
     a fresh interpreter so that a scan that never ends fails the test instead of hanging
