@@ -54,7 +54,7 @@ from .errors import ExitCode, GraderError  # noqa: E402
 from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
 from .material import Material, material_files, pack, shared_files  # noqa: E402
 from .messages import Job, Result, write_files  # noqa: E402
-from .notes import compose_notes, has_problem, note_line  # noqa: E402
+from .notes import compose_notes, has_problem, kernel_flags, note_line  # noqa: E402
 from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
 from .review import flag_submission, review_note  # noqa: E402
 from .sandbox import check_for_grading  # noqa: E402
@@ -161,6 +161,7 @@ class ClassGrading:
         # Flags for review: in the record and the note line, never a problem or a score.
         review = flag_submission(sub.folder, self.course.source / sub.assignment, [
             e.used_file for e in result.notebooks.values() if e.used_file] or None)
+        review = list(dict.fromkeys(review + kernel_flags(result)))
         line = "; ".join(part for part in (line, review_note(review)) if part)
         seconds = round(result.seconds, 1)
         if result.record:

@@ -33,13 +33,15 @@ class Event:
     ``kind`` is one of: died (the kernel died), stuck (a cell ignored the interrupt),
     timeout (a cell hit the per-cell limit), wall (the notebook's limit ran out), memory,
     output (output was cut), skipped (a cell was skipped, as asked), grader (a hidden test
-    could not check the kernel's answer); and, for a cell skipped in a later run, lost (the
-    grading worker itself died in that cell)."""
+    could not check the kernel's answer), forged (the kernel answered a hidden test as
+    honest code never does: ``detail`` says how; a reason for review, answers.py); and, for
+    a cell skipped in a later run, lost (the grading worker itself died in that cell)."""
 
     kind: str
     cell: int | None  # the cell's index in the notebook as run
     grade_id: str | None = None
     notebook: str | None = None  # set when the event is kept across runs
+    detail: str | None = None
 
 
 @dataclass

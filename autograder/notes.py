@@ -79,6 +79,15 @@ def compose_notes(result: Result, history: list[Event], limits: Limits,
     return out
 
 
+def kernel_flags(result: Result) -> list[str]:
+    """Reasons for review that the run itself showed: answers to hidden tests that did
+    not come from the grading code, or not whole (see answers.py)."""
+    return list(dict.fromkeys(
+        f"{name}: {event.grade_id}: {event.detail}"[:300]
+        for name, entry in result.notebooks.items() for event in entry.events
+        if event.kind == "forged"))
+
+
 def note_line(notes: Notes, n_notebooks: int, late: float) -> str:
     """Every note once, joined with "; " (prefixed by its notebook when there are several)."""
     parts = []

@@ -21,12 +21,15 @@ import functools
 import hashlib
 import importlib
 import random
+import secrets
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from nbgrader import utils
 from nbgrader.preprocessors import SaveAutoGrades
+
+from . import answers
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
@@ -55,6 +58,7 @@ class Verdict:
     message: str = ""  # why not, in lines under 90 characters
     seed: int = 0  # the inputs were drawn from this seed (to reproduce a verdict)
     grader_error: bool = False  # the hidden test itself failed: a course error
+    flag: str = ""  # an answer honest code never gives: why the submission is reviewed
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -73,26 +77,51 @@ class Given:
         return asdict(self)
 
 
+class Deferred(BaseException):  # not an error: no hidden test may catch it
+    """A test that would send the course's code for exercises whose own checks have not
+    run yet: it runs later, so that no check ever runs in a process that has held the
+    course's version of what it checks (whatever order the student's cells are in)."""
+
+    def __init__(self, targets: set[str]):
+        super().__init__(", ".join(sorted(targets)))
+        self.targets = targets
+
+
 class Kernel:
     """What a hidden test talks to: ``run`` asks the probe in the student's kernel and
-    returns its result; ``rng`` draws this submission's inputs."""
+    returns its result, once it is known to be the probe's and complete; ``rng`` draws
+    this submission's inputs. ``pending()`` names the exercises whose checks have not run
+    yet: the course's code for those is never sent (``Deferred``)."""
 
-    def __init__(self, ask: Callable[[dict], dict], seed: int, timeout: float = 30.0):
+    def __init__(self, ask: Callable[[dict], dict], seed: int, timeout: float = 30.0,
+                 pending: Callable[[], set[str]] = set):
         self.ask = ask
         self.seed = seed
         self.rng = random.Random(seed)
         self.timeout = timeout
+        self.pending = pending
+        self.flags: list[str] = []
 
     def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code",
             **args):
         """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
-        GradingFailure that names ``what`` was running."""
+        GradingFailure that names ``what`` was running, and so does an answer that is not
+        the probe's or not complete (which also flags the submission)."""
+        blocked = {g.target for g in given} & self.pending()
+        if blocked:
+            raise Deferred(blocked)
         answer = self.ask({"op": op, "args": args, "given": [g.as_dict() for g in given],
-                           "timeout": self.timeout})
-        if not isinstance(answer, dict):
-            fail(f"{what}: the kernel gave no answer")
+                           "timeout": self.timeout, "nonce": secrets.token_hex(16)})
+        if "forged" in answer:
+            self.flags.append(f"{answers.NOT_THE_PROBES}: {answer['forged']}")
+            fail(f"{what}: {answers.NOT_THE_PROBES} (scored 0 and flagged for review)")
         if "result" in answer:
-            return _complete(op, args, answer["result"], what)
+            problem = answers.problem(op, args, answer["result"])
+            if problem is None:
+                return answer["result"]
+            self.flags.append(f"an incomplete answer from the grading code: {problem}")
+            fail(f"{what}: the kernel's answer is incomplete ({problem[:60]}); scored 0 and "
+                 "flagged for review")
         if "timeout" in answer:
             fail(f"{what} did not finish within {answer['timeout']:g} s (an endless loop?)")
         if "crashed" in answer:
@@ -101,31 +130,16 @@ class Kernel:
         return None  # not reached
 
 
-# Operations that answer one entry per item of one of their arguments.
-ALIGNED = {"graphs": "programs", "zero_grad": "programs", "hand": "graphs", "calls": "calls",
-           "neuron": "cases", "loss": "cases", "train": "runs", "function_at": "points",
-           "order": "programs"}
-
-
-def _complete(op: str, args: dict, result, what: str):
-    """The probe's result, if it has the shape the probe gives (an answer rewritten in the
-    kernel, say a shorter list, must not skip any check)."""
-    if op in ALIGNED:
-        n = len(args[ALIGNED[op]]) + len(args.get("chains") or ())
-        if not (isinstance(result, list) and len(result) == n
-                and all(isinstance(r, dict) for r in result)):
-            fail(f"{what}: the kernel's answer is incomplete (was the grading code in the "
-                 "kernel changed?)")
-    elif not isinstance(result, dict):
-        fail(f"{what}: the kernel's answer is not what the probe sends")
-    return result
-
-
 def local_ask(ns: dict) -> Callable[[dict], dict]:
-    """Ask the probe about a namespace in this process (tests, without a kernel)."""
-    from . import probe
+    """Ask the probe about a namespace in this process (tests, without a kernel), through
+    the same checks as a kernel's answers."""
+    from .probe import runtime
 
-    return lambda request: probe.run_isolated(ns, request)
+    def ask(request: dict) -> dict:
+        reply = runtime.run_isolated(ns, request)
+        return answers.open_reply(runtime.KEY, request["nonce"], [reply], None)
+
+    return ask
 
 
 def cell_seed(seed: int, grade_id: str) -> int:
@@ -135,13 +149,24 @@ def cell_seed(seed: int, grade_id: str) -> int:
 
 
 @functools.cache
+def _hidden(assignment: str):
+    try:
+        return importlib.import_module(f"{__package__}.hidden.{assignment}")
+    except ModuleNotFoundError:
+        return None
+
+
 def hidden_tests(assignment: str) -> dict[str, Callable]:
     """{grade id: hidden test} of an assignment (autograder/hidden/<assignment>.py)."""
-    try:
-        module = importlib.import_module(f"{__package__}.hidden.{assignment}")
-    except ModuleNotFoundError:
-        return {}
-    return dict(module.TESTS)
+    module = _hidden(assignment)
+    return dict(module.TESTS) if module else {}
+
+
+def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
+    """{grade id: what its test grades, as ``Given`` targets name it} (``EXERCISES`` of
+    the assignment's hidden module: only tests whose exercises are given to others)."""
+    module = _hidden(assignment)
+    return dict(getattr(module, "EXERCISES", {})) if module else {}
 
 
 def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
@@ -152,16 +177,19 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
                        kernel.seed, grader_error=True)
     try:
         test(kernel)
+    except Deferred:
+        raise
     except GradingFailure as exc:
         lines = wrap(str(exc))
         if "NotImplementedError" in lines[0]:  # not written yet: that says it all
             lines = lines[:1]
-        return Verdict(False, "\n".join(lines), kernel.seed)
+        flag = "; ".join(dict.fromkeys(kernel.flags))
+        return Verdict(False, "\n".join(lines), kernel.seed, flag=flag)
     except Exception as exc:  # a bug in the hidden test: never the student's fault
         text = f"{type(exc).__name__}: {exc}"[:200]
         return Verdict(False, f"the hidden test could not run ({text}); please tell the "
                        "course staff", kernel.seed, grader_error=True)
-    return Verdict(True, "", kernel.seed)
+    return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
 
 
 # ---- cells -------------------------------------------------------------------------------

@@ -204,6 +204,10 @@ def neuron(kernel: Kernel) -> None:
                      f"{where}")
 
 
+# What each test grades, as ``Given`` targets name it: the course's code for these is sent
+# to the kernel only once the test has run (verdicts.Deferred).
+EXERCISES = {"act_test_tanh": ("Value.tanh",)}
+
 TESTS = {
     "act_test_tanh": tanh,
     "act_test_relu": relu,

@@ -1,17 +1,22 @@
 """The probe: the only grading code that ever runs inside a student's kernel.
 
-It holds no secret: no reference engine, no expected value, no comparison. For each hidden
-test the grader sends the probe's source and a request (``kernel_request()``): an
-operation, the names of the student's functions to use and inputs the grader drew for this
-submission. The probe builds the inputs with the student's own classes and functions and
-answers with plain values (numbers, lists, strings, the text of an exception). The grader
-compares them with the reference engine outside the kernel and decides the cell's score.
+It holds no secret: no reference engine, no expected value, no comparison. It is loaded
+once, before any student cell runs (``kernel_load()``), binds everything it uses and draws
+a key it tells the grader. For each hidden test the grader sends a request
+(``kernel_request()``): an operation, the names of the student's functions to use, inputs
+the grader drew for this submission and a nonce. The probe builds the inputs with the
+student's own classes and functions and answers with plain values (numbers, lists,
+strings, the text of an exception), signed with its key. The grader believes an answer
+only once it has checked that the probe signed it and that it is complete
+(``autograder/answers.py``), then compares it with the reference engine outside the
+kernel and decides the cell's score.
 
 Every request runs in a forked copy of the kernel (``runtime.run_isolated``): whatever the
 student's code does meanwhile (loops forever, crashes, changes classes or builtins,
 prints) ends with that copy, and the kernel itself is left as it was. A request may attach
 *given* code to the student's classes in that copy only: the course's own version of an
-earlier exercise, so that a test grades one exercise and not the ones it builds on.
+earlier exercise, so that a test grades one exercise and not the ones it builds on. The
+grader sends it only once that exercise's own checks are done (``verdicts.Deferred``).
 
 - ``runtime.py``: running a request, plain values, graphs of Values;
 - ``engine.py``: operations for lessons 1 to 3 and the quizzes;
@@ -26,9 +31,9 @@ import json
 from pathlib import Path
 
 from . import engine, nn  # noqa: F401 (they register their operations)
-from .runtime import MIME, OPERATIONS, run_isolated
+from .runtime import ENTRY, MIME, OPERATIONS, run_isolated
 
-__all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_request", "run_isolated"]
+__all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_load", "kernel_request", "run_isolated"]
 
 PARTS = ("runtime.py", "engine.py", "nn.py")
 
@@ -36,7 +41,7 @@ PARTS = ("runtime.py", "engine.py", "nn.py")
 @functools.cache
 def kernel_code() -> str:
     """The probe as one piece of code for a kernel: the three files, in order, without
-    their imports of each other; it defines ``serve(request_json)``."""
+    their imports of each other; it defines ``install()`` and ``serve(request_json)``."""
     pieces = ["from __future__ import annotations"]
     for name in PARTS:
         source = (Path(__file__).parent / name).read_text()
@@ -49,11 +54,18 @@ def kernel_code() -> str:
     return "\n\n".join(pieces) + "\n"
 
 
-def kernel_request(request: dict) -> str:
-    """The cell a kernel runs for one request: the probe and ``serve(request)``, compiled
-    and run in a namespace of their own, so that none of the probe's names (``build``,
-    ``plain``...) land in, or shadow, the student's; and without IPython's per-cell work
-    on 30 kB of source, which cost 50 to 100 ms a request."""
-    source = f"{kernel_code()}\nserve({json.dumps(request)!r})\n"
+def kernel_load() -> str:
+    """The cell a kernel runs once, before any student cell: the probe compiled and run in
+    a namespace of its own, with a private copy of the builtins (so none of its names land
+    in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
+    what it uses and publishes its key (runtime.install)."""
+    source = f"{kernel_code()}\ninstall()\n"
     return (f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
-            "{'__name__': 'autograder_probe'})\n")
+            "{'__name__': 'autograder_probe', "
+            "'__builtins__': dict(__import__('builtins').__dict__)})\n")
+
+
+def kernel_request(request: dict) -> str:
+    """The cell a kernel runs for one request: the loaded probe's ``serve``. Whatever
+    answers in its place cannot sign its answer."""
+    return f"__import__('sys').modules[{ENTRY!r}].serve({json.dumps(request)!r})\n"

@@ -1,6 +1,17 @@
-"""The probe's runtime, inside the kernel: run a request in a forked copy, and helpers.
+"""The probe's runtime, inside the kernel: loading, running a request in a forked copy,
+plain values and graphs of Values.
 
 See ``autograder/probe/__init__.py`` for what the probe is and why it holds no secret.
+
+The kernel is the student's process, so nothing the probe says is believed for what it
+claims: the grader validates every answer (``autograder/answers.py``) and compares it with
+its own reference. What the probe does guard is its own word. It is loaded once, before
+any student cell runs (``install``): it then binds every module, builtin and function it
+uses, so that a student cell that later replaces ``json.dumps``, ``builtins.len`` or the
+display publisher changes nothing the probe does; and it draws a key that never appears
+in any cell, which it sends to the grader once. Each answer is signed with that key
+(HMAC-SHA256 over the request's nonce and the answer's bytes) in the forked copy, so an
+answer written by anything but the probe, or an old answer replayed, is recognised.
 """
 
 from __future__ import annotations
@@ -15,32 +26,106 @@ import select
 import signal
 import sys
 import time
+import types
 import warnings
 
 MIME = "application/vnd.autograder.probe+json"
 MAX_ANSWER = 64 * 1024**2  # bytes of answer read back from the forked copy
+ENTRY = "autograder_probe"  # sys.modules[ENTRY].serve(request) runs a request
 
 BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 OPERATIONS: dict = {}  # name -> operation(ns, **args), filled by engine.py and nn.py
+
+
+# ---- loading: everything bound once, before any student cell ---------------------------
+
+
+def _hmac():
+    """HMAC-SHA256 from OpenSSL's C function, so no Python code a student can patch."""
+    try:
+        from _hashlib import hmac_digest
+
+        return lambda key, message: hmac_digest(key, message, "sha256")
+    except ImportError:  # a Python without OpenSSL's HMAC: the library's, bound now
+        import hmac
+
+        digest = hmac.digest
+        return lambda key, message: digest(key, message, "sha256")
+
+
+def _codec():
+    """(encode, decode) of JSON by the C encoder and scanner, built now: later changes to
+    the ``json`` module (a student's ``json.dumps = ...``) do not reach them."""
+    from json import decoder, encoder, scanner
+
+    make_encoder, make_scanner = encoder.c_make_encoder, scanner.c_make_scanner
+    if make_encoder is None or make_scanner is None:  # no C accelerator: bind the library
+        dumps, loads = json.dumps, json.loads
+        return (lambda obj: dumps(obj, allow_nan=True)), loads
+
+    def refuse(obj):
+        raise TypeError(f"{type(obj).__name__} is not a plain value")
+
+    encode_chunks = make_encoder(None, refuse, encoder.c_encode_basestring_ascii, None, ":",
+                                 ",", False, False, True)
+    scan = make_scanner(decoder.JSONDecoder())
+
+    def encode(obj) -> str:
+        return "".join(encode_chunks(obj, 0))
+
+    def decode(text: str):
+        return scan(text, 0)[0]
+
+    return encode, decode
+
+
+KEY = os.urandom(32)  # drawn when the probe is loaded; never in any cell's text
+SIGN = _hmac()
+ENCODE, DECODE = _codec()
+PUBLISH = USER_NS = None  # the display publisher's publish, the kernel's namespace
+
+
+def _frozen(module: types.ModuleType) -> types.SimpleNamespace:
+    """A copy of a module's attributes as they are now."""
+    return types.SimpleNamespace(**{name: getattr(module, name) for name in dir(module)
+                                    if not name.startswith("__")})
+
+
+def install() -> None:
+    """Run once by the load cell, before any student cell (which execs the probe with a
+    private copy of the builtins): bind the modules the probe uses (``sys`` stays itself:
+    the probe sets ``sys.stdout`` in its copies) and the kernel's namespace, register
+    ``serve`` as ``sys.modules[ENTRY].serve``, and send the grader the key."""
+    from IPython import get_ipython
+
+    global PUBLISH, USER_NS
+    scope = globals()
+    for name, obj in list(scope.items()):
+        if isinstance(obj, types.ModuleType) and obj is not sys:
+            scope[name] = _frozen(obj)
+    shell = get_ipython()
+    PUBLISH, USER_NS = shell.display_pub.publish, shell.user_ns
+    course_walks()  # noqa: F821 (engine.py's, in the same namespace once loaded)
+    entry = types.ModuleType(ENTRY)
+    entry.serve = serve
+    sys.modules[ENTRY] = entry
+    PUBLISH(data={MIME: {"key": KEY.hex()}}, metadata={})
 
 
 # ---- running a request -------------------------------------------------------------------
 
 
 def serve(request_json: str) -> None:
-    """Run a request against the kernel's namespace and publish the answer (in a kernel)."""
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    answer = run_isolated(shell.user_ns, json.loads(request_json))
-    data = {MIME: answer}
-    shell.display_pub.publish(data=data, metadata={})
+    """Run a request against the kernel's namespace and publish the signed answer."""
+    PUBLISH(data={MIME: run_isolated(USER_NS, DECODE(request_json))}, metadata={})
 
 
 def run_isolated(ns: dict, request: dict) -> dict:
     """``run(ns, request)`` in a forked copy of this process, within ``request["timeout"]``
-    seconds. Returns its answer, or {"timeout": s} / {"crashed": "..."}."""
+    seconds. Returns {"answer": JSON text, "tag": its signature} from the copy, or
+    {"timeout": s} / {"crashed": "..."} (which score nothing, so they need no signature)."""
     timeout = float(request.get("timeout", 30))
+    nonce = str(request.get("nonce", "")).encode()
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():  # Python 3.12+ warns about forking with threads
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -51,7 +136,8 @@ def run_isolated(ns: dict, request: dict) -> dict:
             os.close(read_end)
             os.setpgid(0, 0)
             _quiet()
-            data = _encode_answer(_run_guarded(ns, request))
+            text = _encode_answer(_run_guarded(ns, request)).encode()
+            data = SIGN(KEY, nonce + text) + text
             view = memoryview(data)
             while view:
                 view = view[os.write(write_end, view):]
@@ -87,12 +173,15 @@ def run_isolated(ns: dict, request: dict) -> dict:
         _, status = os.waitpid(pid, 0)
     if answer is not None:
         return answer
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
-        if os.WIFSIGNALED(status):
-            return {"crashed": f"killed by {signal.Signals(os.WTERMSIG(status)).name}"}
-        return {"crashed": "it ended without an answer"}
+    data = b"".join(chunks)
+    if len(data) > 32:
+        try:
+            return {"answer": data[32:].decode("ascii"), "tag": data[:32].hex()}
+        except UnicodeDecodeError:
+            pass
+    if os.WIFSIGNALED(status):
+        return {"crashed": f"killed by {signal.Signals(os.WTERMSIG(status)).name}"}
+    return {"crashed": "it ended without an answer"}
 
 
 def _quiet() -> None:
@@ -114,12 +203,11 @@ def _run_guarded(ns: dict, request: dict) -> dict:
         return {"error": error_text(exc)}
 
 
-def _encode_answer(answer: dict) -> bytes:
+def _encode_answer(answer: dict) -> str:
     try:
-        return json.dumps(answer, allow_nan=True).encode()
+        return ENCODE(answer)
     except (TypeError, ValueError, RecursionError) as exc:
-        return json.dumps({"error": f"the answer could not be encoded: {error_text(exc)}"}
-                          ).encode()
+        return ENCODE({"error": f"the answer could not be encoded: {error_text(exc)}"})
 
 
 def attach(ns: dict, given: dict) -> None:

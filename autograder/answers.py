@@ -1,0 +1,409 @@
+"""What the grader believes of a kernel's answer: nothing it has not checked.
+
+The kernel is the student's process. A hidden test's request goes in (verdicts.Kernel),
+and what comes back is untrusted input, checked in two steps before any comparison sees
+it:
+
+1. ``open_reply``: the answer must be the probe's. The probe signs each answer in its
+   forked copy with a key it drew when it was loaded, before any student cell ran
+   (probe/runtime.py), over the request's nonce and the answer's bytes. An answer that
+   is not signed, signed wrongly, or one of several is not the probe's: the check scores
+   0 and the submission is flagged for review, since honest code never does that. Only
+   answers that can score nothing (a timeout, a crash, an error) may come unsigned.
+2. ``problem``: the answer must be complete, with the shape the probe gives for the
+   request: one entry per item asked for, every key present and no other, exact types
+   and lengths. A missing node, gradient or order entry is a wrong answer, never
+   agreement. The grader then compares values with the reference engine.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable
+
+MAX_REPLY = 64 * 1024**2  # characters of a signed answer the grader reads
+STAGES = {"leaf", "build", "backprop", "call"}
+FAILURE = {"failed", "step", "error", "type", "message"}
+NOT_THE_PROBES = "the kernel's answer did not come from the grading code"
+
+
+class Malformed(Exception):
+    """An answer that is not what the probe sends: the message says what is off."""
+
+
+# ---- 1. the probe's own answer ------------------------------------------------------------
+
+
+def sign(key: bytes, nonce: str, text: str) -> str:
+    return hmac.digest(key, nonce.encode() + text.encode(), "sha256").hex()
+
+
+def open_reply(key: bytes | None, nonce: str, replies: list, error: str | None) -> dict:
+    """The answer to one request from what the kernel published for it (``replies``: the
+    probe's MIME payloads; ``error``: an exception the request cell raised): the probe's
+    {"result"} or {"error"}, an unsigned {"timeout"} / {"crashed"} / {"error"} (they score
+    nothing), or {"forged": why} when something other than the probe answered."""
+    if len(replies) > 1:
+        return {"forged": f"{len(replies)} answers to one request"}
+    if not replies:
+        return {"error": error} if error else {"crashed": "the kernel gave no answer"}
+    reply = replies[0]
+    if not isinstance(reply, dict):
+        return {"forged": "an answer of the wrong kind"}
+    if set(reply) == {"timeout"} and _number(reply["timeout"]):
+        return reply
+    if set(reply) == {"crashed"} and isinstance(reply["crashed"], str):
+        return {"crashed": reply["crashed"][:200]}
+    if set(reply) != {"answer", "tag"} or not all(isinstance(v, str) for v in reply.values()):
+        return {"forged": "an unsigned answer"}
+    text, tag = reply["answer"], reply["tag"]
+    if key is None:  # the probe never loaded (a kernel that failed at its start)
+        return {"crashed": "the grading code could not start in the kernel"}
+    if len(text) > MAX_REPLY:
+        return {"forged": "an answer longer than the probe sends"}
+    if not hmac.compare_digest(sign(key, nonce, text), tag):
+        return {"forged": "an answer with a wrong signature"}
+    try:
+        answer = json.loads(text)
+    except (ValueError, RecursionError):
+        return {"forged": "a signed answer that is not JSON"}
+    if isinstance(answer, dict) and set(answer) == {"result"}:
+        return answer
+    if isinstance(answer, dict) and set(answer) == {"error"} and isinstance(answer["error"], str):
+        return answer
+    return {"forged": "a signed answer of the wrong shape"}
+
+
+# ---- 2. complete answers, of the probe's shape --------------------------------------------
+
+
+def problem(op: str, args: dict, result) -> str | None:
+    """Why ``result`` is not a complete answer of the probe's shape to ``op`` with
+    ``args`` (None when it is)."""
+    check = SHAPES.get(op)
+    if check is None:
+        return f"no shape is known for {op!r}"
+    try:
+        check(args, result)
+    except Malformed as exc:
+        return str(exc) or "an answer of the wrong shape"
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        return f"an answer of the wrong shape ({type(exc).__name__})"
+    return None
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise Malformed(what)
+
+
+def plain(x, depth: int = 0) -> None:
+    """A value as the probe's ``plain`` gives it: None, a bool, a number, a string, a list
+    of those, or {"repr", "type"} for anything else."""
+    if x is None or isinstance(x, (bool, int, float)):
+        return
+    if isinstance(x, str):
+        return _need(len(x) <= 400, "a string longer than the probe sends")
+    if isinstance(x, list):
+        _need(depth < 4, "a list nested deeper than the probe sends")
+        for item in x:
+            plain(item, depth + 1)
+        return
+    _need(isinstance(x, dict) and set(x) == {"repr", "type"}
+          and all(isinstance(v, str) and len(v) <= 400 for v in x.values()),
+          "a value of a kind the probe never sends")
+
+
+def plains(x, n: int | None = None, what: str = "values") -> None:
+    _need(isinstance(x, list), f"{what}: not a list")
+    _need(n is None or len(x) == n, f"{what}: {len(x)} entries instead of {n}")
+    for item in x:
+        plain(item)
+
+
+def text(x, width: int = 800) -> None:
+    _need(isinstance(x, str) and len(x) <= width, "a text the probe never sends")
+
+
+def keys(entry, required: set, optional: set = frozenset()) -> None:
+    _need(isinstance(entry, dict), "an entry that is not a mapping")
+    have = set(entry)
+    _need(required <= have, f"missing {sorted(required - have)}")
+    _need(have <= required | optional, f"unexpected {sorted(have - required - optional)}")
+
+
+def failure(entry, stages: set[str], extra: set = frozenset()) -> bool:
+    """True when ``entry`` is the probe's report of a failure (checked in full)."""
+    if not (isinstance(entry, dict) and "failed" in entry):
+        return False
+    keys(entry, FAILURE, extra)
+    _need(entry["failed"] in stages, "a failure at an unknown stage")
+    _need(entry["step"] is None or (isinstance(entry["step"], int)
+                                    and not isinstance(entry["step"], bool)), "a bad step")
+    for name in ("error", "type", "message"):
+        text(entry[name])
+    return True
+
+
+def entries(result, n: int, what: str) -> list:
+    _need(isinstance(result, list), f"{what}: not a list")
+    _need(len(result) == n, f"{len(result)} {what} instead of {n}")
+    return result
+
+
+def _sizes(program: dict) -> tuple[int, int]:
+    return len(program["leaves"]), len(program["leaves"]) + len(program["steps"])
+
+
+# ---- one shape per operation ----------------------------------------------------------------
+
+
+def _graphs(args: dict, result) -> None:
+    for k, (program, entry) in enumerate(zip(args["programs"],
+                                             entries(result, len(args["programs"]), "graphs"))):
+        n_leaves, n_nodes = _sizes(program)
+        if failure(entry, {"leaf", "build", "backprop"}, {"data"}):
+            if "data" in entry:
+                plains(entry["data"], n_nodes, "data")
+            continue
+        watched = args.get("watch") and k == 0
+        keys(entry, {"data", "grads"}, {"borrowed"} if watched else set())
+        plains(entry["data"], n_nodes, "data")
+        plains(entry["grads"], n_leaves, "grads")
+        if "borrowed" in entry:
+            _strings(entry["borrowed"])
+
+
+def _strings(x, limit: int = 20) -> None:
+    _need(isinstance(x, list) and len(x) <= limit, "a list of names too long")
+    for item in x:
+        text(item, 200)
+
+
+def _index(x, n: int, allow: tuple = ()) -> None:
+    _need((isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n) or x in allow,
+          "a position out of range")
+
+
+def _order(args: dict, result) -> None:
+    programs = args["programs"]
+    for program, entry in zip(programs, entries(result, len(programs), "orders")):
+        if failure(entry, {"build", "call"}):
+            continue
+        keys(entry, {"nodes", "program"}, {"order", "strangers", "returned", "recursion",
+                                           "limit", "borrowed"})
+        nodes = entry["nodes"]
+        _need(isinstance(nodes, list), "nodes: not a list")
+        for node in nodes:
+            _need(isinstance(node, list) and len(node) == 3, "a node of the wrong shape")
+            index, data, parents = node
+            _need(index is None or (isinstance(index, int) and not isinstance(index, bool)),
+                  "a bad program index")
+            plain(data)
+            _need(isinstance(parents, list), "parents: not a list")
+            for p in parents:
+                _index(p, len(nodes))
+        at = entry["program"]
+        _need(isinstance(at, list) and len(at) == _sizes(program)[1],
+              "program: not one position per node built")
+        for p in at:
+            _index(p, len(nodes))
+        _need(len(set(at)) == len(at), "program: two nodes in one place")
+        outcome = [k for k in ("order", "returned", "recursion", "limit") if k in entry]
+        _need(len(outcome) == 1, "an order entry with no single outcome")
+        if "order" in entry:
+            _need(isinstance(entry["order"], list), "order: not a list")
+            for p in entry["order"]:
+                _index(p, len(nodes), (-1,))
+            _strings(entry.get("strangers", []), 3)
+        if "returned" in entry:
+            text(entry["returned"], 200)
+        for flag in ("recursion", "limit"):
+            _need(entry.get(flag, True) is True, f"{flag}: not true")
+        if "borrowed" in entry:
+            _strings(entry["borrowed"])
+
+
+def _zero_grad(args: dict, result) -> None:
+    for program, entry in zip(args["programs"],
+                              entries(result, len(args["programs"]), "graphs")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"nodes"})
+        _need(isinstance(entry["nodes"], list), "nodes: not a list")
+        for node in entry["nodes"]:
+            keys(node, {"data", "after", "grad", "leaf", "root", "index"})
+            for name in ("data", "after", "grad"):
+                plain(node[name])
+            _need(all(isinstance(node[k], bool) for k in ("leaf", "root")), "not a bool")
+            _index(node["index"], _sizes(program)[1], (None,))
+        indices = [n["index"] for n in entry["nodes"] if n["index"] is not None]
+        _need(sorted(indices) == list(range(_sizes(program)[1])),
+              "nodes: not every node built, once")
+
+
+def _hand(args: dict, result) -> None:
+    for data, entry in zip(args["graphs"], entries(result, len(args["graphs"]), "graphs")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, set(data))
+        for value in entry.values():
+            plain(value)
+
+
+def _calls(args: dict, result) -> None:
+    for call, entry in zip(args["calls"], entries(result, len(args["calls"]), "calls")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"result", "args"})
+        plain(entry["result"])
+        _need(isinstance(entry["args"], list) and len(entry["args"]) == len(call["args"]),
+              "args: the wrong length")
+        for a in entry["args"]:
+            plain(a)
+
+
+def _neuron(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        required = {"data", "grads"}
+        if "failed" in entry:
+            failure(entry, {"backprop"}, required)
+        else:
+            keys(entry, required)
+        plain(entry["data"])
+        grads = entry["grads"]
+        keys(grads, {"xs", "ws", "b"})
+        plains(grads["xs"], len(case["xs"]), "xs")
+        plains(grads["ws"], len(case["ws"]), "ws")
+        plain(grads["b"])
+
+
+def _values(args: dict, result) -> None:
+    keys(result, set(args["names"]))
+    for value in result.values():
+        if isinstance(value, dict) and set(value) == {"callable"}:
+            _need(value["callable"] is True, "a bad callable mark")
+        else:
+            plain(value)
+
+
+def _function_at(args: dict, result) -> None:
+    for entry in entries(result, len(args["points"]), "points"):
+        if not failure(entry, {"call"}):
+            keys(entry, {"result"})
+            plain(entry["result"])
+
+
+def _module_base(args: dict, result) -> None:
+    keys(result, {"grads", "data"}, {"parameters", "parameters_failed", "zero_grad_failed"})
+    _need(("parameters" in result) != ("parameters_failed" in result), "parameters twice")
+    if "parameters" in result:
+        plain(result["parameters"])
+    for name in ("parameters_failed", "zero_grad_failed"):
+        if name in result:
+            text(result[name])
+    plains(result["grads"], 2, "grads")
+    plains(result["data"], 2, "data")
+
+
+def _module(args: dict, result) -> None:
+    if isinstance(result, dict) and set(result) == {"parameters"}:
+        return text(result["parameters"])
+    n = len(args["weights"])
+    optional = {"runs", "zeroed", "zero_grad_failed"}
+    if args.get("layout") is not None:
+        optional.add("layout")
+    keys(result, {"count", "again", "not_values", "unique"}, optional)
+    for name in ("count", "again"):
+        _need(isinstance(result[name], int) and not isinstance(result[name], bool)
+              and result[name] >= 0, f"{name}: not a count")
+    _strings(result["not_values"], 1)
+    _need(isinstance(result["unique"], bool), "unique: not a bool")
+    if "layout" in result and result["layout"] is not None:
+        _need(isinstance(result["layout"], list), "layout: not a list")
+    complete = not result["not_values"] and result["unique"] and result["count"] == n
+    _need(("runs" in result) == complete, "runs missing or unexpected")
+    if not complete:
+        return _need(not ({"zeroed", "zero_grad_failed"} & set(result)), "unexpected zeroing")
+    for entry in entries(result["runs"], len(args["runs"]), "runs"):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        _module_run(entry, n)
+    if args.get("zero_grad"):
+        _need(("zeroed" in result) != ("zero_grad_failed" in result), "zero_grad: no outcome")
+        if "zeroed" in result:
+            plains(result["zeroed"], n, "zeroed")
+    else:
+        _need(not ({"zeroed", "zero_grad_failed"} & set(result)), "unexpected zeroing")
+
+
+def _module_run(entry, n: int) -> None:
+    optional = {"grads", "x_grads"}
+    if "failed" in entry:
+        failure(entry, {"backprop"}, {"shape", "data"})
+    else:
+        keys(entry, {"shape", "data"}, optional)
+    shape = entry["shape"]
+    _need(shape == "value" or isinstance(shape, (int, str)), "a bad shape")
+    plains(entry["data"])
+    if "grads" in entry:
+        plains(entry["grads"], n, "grads")
+        _need("x_grads" in entry, "x_grads missing")
+        if entry["x_grads"] is not None:
+            plains(entry["x_grads"])
+
+
+def _loss(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        value = {"grads", "param_grads"}
+        base = {"data", "is_value"}
+        if "failed" in entry:
+            failure(entry, {"backprop"}, base | value)
+        else:
+            keys(entry, base, value)
+        plain(entry["data"])
+        _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
+        _need((value <= set(entry)) == entry["is_value"]
+              and (entry["is_value"] or not (value & set(entry))), "grads missing")
+        if entry["is_value"]:
+            plains(entry["grads"], len(case["preds"]), "grads")
+            plains(entry["param_grads"], len(case.get("params") or ()), "param_grads")
+
+
+def _train(args: dict, result) -> None:
+    for run, entry in zip(args["runs"], entries(result, len(args["runs"]), "runs")):
+        if failure(entry, {"call"}):
+            continue
+        right = {"right"} if run["model"] == "features" else set()
+        keys(entry, {"returned", "params", "sizes", "mismatched", "used", "printed"} | right)
+        plain(entry["returned"])
+        plains(entry["params"], None, "params")
+        _need(isinstance(entry["sizes"], list) and len(entry["sizes"]) <= 1000
+              and all(isinstance(s, int) and not isinstance(s, bool) for s in entry["sizes"]),
+              "sizes: not counts")
+        for name in ("mismatched", "used", *right):
+            _need(isinstance(entry[name], int) and not isinstance(entry[name], bool),
+                  f"{name}: not a count")
+        _need(isinstance(entry["printed"], list) and len(entry["printed"]) <= 200,
+              "printed: too long")
+        for line in entry["printed"]:
+            text(line, 200)
+
+
+SHAPES: dict[str, Callable[[dict, object], None]] = {
+    "graphs": _graphs, "order": _order, "zero_grad": _zero_grad, "hand": _hand,
+    "calls": _calls, "neuron": _neuron, "values": _values, "function_at": _function_at,
+    "module_base": _module_base, "module": _module, "loss": _loss, "train": _train,
+}
