@@ -4,10 +4,13 @@ student's engine, sort, zero, call functions, read answers (inside the kernel)."
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import sys
+import types
 
 from .runtime import (
+    ENTRY,
     OPERATIONS,
     StepFailed,
     build,
@@ -51,7 +54,7 @@ def op_graphs(ns, value: str, programs: list[dict], backprop: str = "backward",
                     if backprop == "closures":
                         run_closures(nodes[-1], program.get("seed", 1.0))
                     elif watch and number == 0:
-                        _, _, borrowed = watched(nodes[-1].backward)
+                        _, borrowed = trapped(set_traps(), nodes[-1].backward)
                     else:
                         nodes[-1].backward()
         except StepFailed as exc:
@@ -67,50 +70,49 @@ def op_graphs(ns, value: str, programs: list[dict], backprop: str = "backward",
     return out
 
 
-def op_order(ns, value: str, function: str, programs: list[dict], chains: list | None = None
-             ) -> list:
-    """The student's topological sort on each program's output (and on deep graphs:
-    ``chains`` = [("chain" | "diamonds", n)]). Returns the graph as found through
-    ``_prev`` (each node's program index or None, data and parents), the order as positions
-    in that graph (-1: not in it), how deep the calls nested, and which of coursekit's
-    graph walks it called."""
+def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
+    """The student's topological sort on each program's output. Returns the graph as
+    found through ``_prev`` together with every node the probe built (each node's program
+    index or None, data and parents), where each program node is in it (``program``), and
+    the order as positions in it (-1: a node it does not hold). The grader checks the
+    order against the program, which it made itself, so a ``_prev`` that hides nodes
+    hides nothing. A program marked ``deep`` is sorted under a recursion limit a few
+    hundred calls above the caller's: a search that nests a call per node fails."""
     Value, topo = lookup(ns, value), lookup(ns, function)
-    roots = []
+    called = set_traps()
+    out = []
     for program in programs:
         try:
             _, nodes = build(Value, program)
-        except (StepFailed, Exception) as exc:
-            roots.append((None, failure("build", getattr(exc, "error", exc),
-                                        getattr(exc, "step", None))))
+        except Exception as exc:
+            out.append(failure("build", getattr(exc, "error", exc), getattr(exc, "step", None)))
             continue
-        for i, node in enumerate(nodes):
-            _label(node, program["labels"][i])
-        roots.append((nodes, None))
-    for kind, n in chains or []:
-        x = Value(1.0)
-        v = x
-        for _ in range(n):
-            v = v + x if kind == "chain" else v * 0.5 + v * 0.5
-        roots.append(([x, v], None))
-    out = []
-    for nodes, failed in roots:
-        if failed:
-            out.append(failed)
-            continue
+        for i, label in enumerate(program.get("labels") or ()):
+            _label(nodes[i], label)
         root = nodes[-1]
         graph = graph_nodes(root)
         where = {id(n): i for i, n in enumerate(graph)}
+        for node in nodes:  # the program's own nodes, whatever _prev says
+            if id(node) not in where:
+                where[id(node)] = len(graph)
+                graph.append(node)
         program_index = {id(n): i for i, n in enumerate(nodes)}
         entry = {"nodes": [[program_index.get(id(n)), data_of(n),
-                            [where[id(p)] for p in _parents(n)]] for n in graph]}
+                            [where[id(p)] for p in _parents(n) if id(p) in where]]
+                           for n in graph],
+                 "program": [where[id(n)] for n in nodes]}
+        out.append(entry)
         try:
-            order, entry["nesting"], entry["borrowed"] = watched(topo, root)
+            order, entry["borrowed"] = trapped(called, topo, root,
+                                               deep=program.get("deep", False))
         except RecursionError:
             entry["recursion"] = True
-            out.append(entry)
+            continue
+        except LimitChanged:
+            entry["limit"] = True
             continue
         except Exception as exc:
-            out.append(failure("call", exc))
+            out[-1] = failure("call", exc)
             continue
         if isinstance(order, (list, tuple)):
             entry["order"] = [where.get(id(n), -1) for n in order]
@@ -118,38 +120,96 @@ def op_order(ns, value: str, function: str, programs: list[dict], chains: list |
                                   if id(n) not in where][:3]
         else:
             entry["returned"] = type(order).__name__
-        out.append(entry)
     return out
 
 
+SET_LIMIT, GET_LIMIT, FRAME = sys.setrecursionlimit, sys.getrecursionlimit, sys._getframe
 BORROWABLE = ("graph_nodes", "run_closures")  # coursekit's walks: not the student's own
+TRAPS = {name: compile(
+    f"def {name}(*args, **kwargs):\n"
+    f"    __import__('sys').modules[{ENTRY!r}].borrowed.append({name!r})\n"
+    f"    raise RuntimeError(\"coursekit's {name} is the course's: write your own walk\")\n",
+    "<autograder trap>", "exec").co_consts[0] for name in BORROWABLE}
 
 
-def watched(fn, *args):
-    """``fn(*args)``, the deepest nesting of Python calls it made (a recursive search
-    nests one call per node of a chain, a loop with a stack a few), and which of
-    coursekit's graph walks it called."""
-    depth = deepest = 0
-    borrowed: set[str] = set()
+class LimitChanged(Exception):
+    """The student's function changed the recursion limit the probe had set."""
 
-    def profile(frame, event, _arg):
-        nonlocal depth, deepest
-        if event == "call":
-            depth += 1
-            deepest = max(deepest, depth)
-            code = frame.f_code
-            if code.co_name in BORROWABLE and code.co_filename.endswith("coursekit.py"):
-                borrowed.add(code.co_name)
-        elif event == "return":
-            depth -= 1
 
-    previous = sys.getprofile()
-    sys.setprofile(profile)
+def course_walks() -> dict[bytes, str]:
+    """{bytecode: name} of coursekit's graph walks, compiled from the course's copy next
+    to the notebook (read when the probe is loaded): a pasted or renamed copy of a walk
+    runs the same bytecode, whatever it is called and wherever it was defined."""
+    global WALKS
+    if WALKS is not None:
+        return WALKS
+    found = sys.modules.get("coursekit")
+    places = ["coursekit.py", getattr(found, "__file__", None)]
+    places += [f"{folder}/coursekit.py" for folder in sys.path if isinstance(folder, str)]
+    for path in places:
+        try:
+            with open(path) as fh:
+                code = compile(fh.read(), path, "exec")
+        except (OSError, SyntaxError, TypeError, ValueError):
+            continue
+        WALKS = {c.co_code: c.co_name for c in code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name in BORROWABLE}
+        return WALKS
+    return {}
+
+
+WALKS: dict[bytes, str] | None = None
+
+
+def set_traps() -> list[str]:
+    """Replace coursekit's graph walks, and every copy of them, by traps (in this forked
+    copy only); the list the traps note their names in. Whether a student's function
+    borrows a walk is then a matter of behaviour (it ran one), not of introspecting its
+    calls or of file names."""
+    entry = sys.modules.get(ENTRY)
+    if entry is None:  # the probe was not loaded as in a kernel (tests): in this copy only
+        entry = sys.modules[ENTRY] = types.ModuleType(ENTRY)
+    called: list[str] = []
+    entry.borrowed = called
+    walks = course_walks()
+    mine = (globals(), graph_nodes.__globals__)  # one namespace once loaded in a kernel
+    for obj in gc.get_objects():
+        if not isinstance(obj, types.FunctionType) or any(obj.__globals__ is g for g in mine):
+            continue  # the probe's own walk is coursekit's too
+        name = walks.get(obj.__code__.co_code)
+        if name is None and obj.__code__.co_filename.endswith("coursekit.py"):
+            name = obj.__name__ if obj.__name__ in BORROWABLE else None
+        if name is not None:
+            with contextlib.suppress(ValueError):  # a copy made into a closure: left
+                obj.__code__ = TRAPS[name]
+    return called
+
+
+def trapped(called: list[str], fn, *args, deep: bool = False):
+    """``fn(*args)`` and which trapped walks it called. With ``deep``, under a recursion
+    limit 250 calls above this one, which it must leave as it is (``LimitChanged``: it
+    asked to change it, or changed it)."""
+    del called[:]
+    if not deep:
+        return fn(*args), sorted(set(called))
+    depth, frame = 0, FRAME()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = depth + 250
+    SET_LIMIT(limit)
+    asked: list = []
+    sys.setrecursionlimit = asked.append  # in this copy the limit is the grader's
     try:
         result = fn(*args)
+    except RecursionError:
+        if asked:  # it hit the limit it asked to raise
+            raise LimitChanged from None
+        raise
     finally:
-        sys.setprofile(previous)
-    return result, deepest, sorted(borrowed)
+        sys.setrecursionlimit = SET_LIMIT
+    if asked or GET_LIMIT() != limit:
+        raise LimitChanged
+    return result, sorted(set(called))
 
 
 def _label(node, text: str) -> None:
@@ -172,6 +232,8 @@ def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
             _label(node, program["labels"][i])
         root = nodes[-1]
         graph = graph_nodes(root)
+        seen = {id(n) for n in graph}
+        graph += [n for n in nodes if id(n) not in seen]  # whatever _prev says
         before = [data_of(n) for n in graph]
         for i, node in enumerate(graph):
             node.grad = 1.0 + i
