@@ -38,7 +38,7 @@ ATTACKS = {
     # The probe's answers, replaced in the kernel before they are sent.
     "forged_empty": """
 def forge(lines):
-    if any("def serve(" in line for line in lines):
+    if any("autograder_probe" in line for line in lines):
         return ["get_ipython().display_pub.publish(data={'@MIME@': {'result': []}})\\n"]
     return lines
 get_ipython().input_transformers_cleanup.append(forge)
@@ -47,10 +47,9 @@ get_ipython().input_transformers_cleanup.append(forge)
 import ast, json
 def forge(lines):
     text = "".join(lines)
-    if "def serve(" not in text:
+    if "autograder_probe" not in text:
         return lines
-    source = ast.literal_eval(ast.parse(text).body[0].value.args[0].args[0])
-    request = json.loads(eval(source.rsplit("serve(", 1)[1].rsplit(")", 1)[0]))
+    request = json.loads(ast.literal_eval(text[text.index("serve(") + 6:text.rindex(")")]))
     programs = request["args"].get("programs", [])
     answer = [{"data": p["leaves"] + [0.0] * len(p["steps"]), "grads": [1.0] * len(p["leaves"])}
               for p in programs]
@@ -210,6 +209,13 @@ def test_no_attack_earns_a_point(graded):
     for attack in [*ATTACKS, "forged_verdicts"]:
         assert scores[(attack, A)] == 0, (attack, graded["records"][(attack, A)]["note"])
     assert scores[("quiz_file", QUIZ)] == 0
+
+
+def test_answers_that_are_not_the_probes_are_flagged(graded):
+    for attack in ("forged_empty", "forged_shapes"):
+        review = "; ".join(graded["records"][(attack, A)]["review"] or [])
+        assert "did not come from the grading code" in review, (attack, review)
+    assert not graded["records"][("honest", A)]["review"]
 
 
 def test_the_honest_student_keeps_full_marks(graded):
