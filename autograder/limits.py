@@ -3,7 +3,9 @@ started is found and killed afterwards.
 
 - ``Limits``: the per-cell time limit, the whole-notebook wall limit, the kernel's memory
   (``RLIMIT_AS``), how many extra processes it may start (``RLIMIT_NPROC``, which root
-  ignores), the largest file it may write, and how much output one cell may keep.
+  ignores), the largest file it may write, how much output one cell may keep and how many
+  bytes its kernel may send, its CPU share (cgroups.py) and its CPU time (``RLIMIT_CPU``
+  per process, and the whole group's where cgroups count it).
 - The limits are the kernel's own: ``kernel_command`` wraps the kernel's command line in a
   few lines of Python that set them (and ``TASK_MARKER=<token>`` in its environment) and
   then exec the kernel, so the grading worker itself (a Dask worker) is never limited.
@@ -28,6 +30,7 @@ from dataclasses import asdict, dataclass
 MARKER = "AUTOGRADER_WORKER"  # a grade run's local workers and everything they start
 TASK_MARKER = "AUTOGRADER_TASK"  # one task's kernels and everything they start
 GiB = 1024**3
+MiB = 1024**2
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -42,6 +45,11 @@ class Limits:
     processes: int = 256  # processes a kernel may add (only enforced for non-root users)
     file_size: int = 1 * GiB  # the largest file a kernel may write
     output: int = 1_000_000  # bytes of output kept per cell; the rest is dropped
+    message: int = 32 * MiB  # the largest message a kernel may send (over ZeroMQ)
+    sent: int = 256 * MiB  # bytes a kernel may send while one cell runs
+    log: int = 64 * 1024  # bytes kept of the kernel's own stdout and stderr (kernel.log)
+    cpus: float = 1.0  # cores a kernel and all its processes share (cgroups.py)
+    cpu_time: int = 0  # CPU seconds a kernel may use in all (0: the notebook's wall limit)
     attempts: int = 3  # runs of a notebook at most (after a crash the rest is run again)
     sandbox: str = "auto"  # kernels under bubblewrap: auto, require or off (sandbox.py)
 
@@ -65,6 +73,11 @@ class Limits:
         """How long one run of a submission's ``notebooks`` may take in all, beyond which
         it is stopped: each notebook's wall limit and a minute, and two minutes more."""
         return 120 + max(1, notebooks) * (self.wall + 60)
+
+    def cpu_seconds(self) -> int:
+        """CPU seconds a kernel may use (0: no limit): never more than a kernel held to
+        ``cpus`` cores can use within the notebook's wall limit."""
+        return self.cpu_time or int(self.wall * max(1.0, self.cpus))
 
     def describe(self) -> str:
         return (f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
@@ -95,11 +108,13 @@ def become_subreaper() -> bool:
 
 def kernel_rlimits(limits: Limits) -> list[tuple[str, int]]:
     """The resource limits a grading kernel starts with: its memory, the largest file it
-    may write, no core dumps, and ``limits.processes`` more tasks than this user runs now
-    (RLIMIT_NPROC counts every thread of the user, machine-wide; root is exempt, see
-    docs/grading.md)."""
+    may write, no core dumps, the CPU time of each of its processes, and
+    ``limits.processes`` more tasks than this user runs now (RLIMIT_NPROC counts every
+    thread of the user, machine-wide; root is exempt, see docs/grading.md)."""
     out = [("RLIMIT_AS", limits.memory), ("RLIMIT_FSIZE", limits.file_size),
            ("RLIMIT_CORE", 0)]
+    if limits.cpu_seconds() > 0:
+        out.append(("RLIMIT_CPU", limits.cpu_seconds()))
     if os.geteuid() != 0:
         out.append(("RLIMIT_NPROC", _user_tasks() + limits.processes))
     return out
@@ -117,13 +132,16 @@ def _user_tasks() -> int:
     return tasks
 
 
-def kernel_command(argv: list[str], limits: Limits, token: str,
-                   log: str | None = None) -> list[str]:
-    """``argv`` (a kernel's command line) started through ``kernel_launch.py``, which sets
+def kernel_command(argv: list[str], limits: Limits, token: str, log: str | None = None,
+                   cgroups: list[str] = (), log_cap: int | None = None) -> list[str]:
+    """``argv`` (a kernel's command line) started through ``kernel_launch.py``, which moves
+    itself into the kernel's control group (``cgroups``: its ``cgroup.procs`` files), sets
     the kernel's limits and ``TASK_MARKER=token``, sends its own stdout and stderr to
-    ``log``, and then execs it (same process: nothing stays in between)."""
+    ``log`` (a new file; with ``log_cap``, through a pipe of which a small process keeps
+    that many bytes), and then execs it (same process: nothing stays in between)."""
     spec = {"rlimits": kernel_rlimits(limits), "env": {TASK_MARKER: token},
             "defaults": {name: "1" for name in KERNEL_THREADS}, "log": log or os.devnull,
+            "log_cap": log_cap if log else None, "cgroups": list(cgroups),
             "unset": ["MALLOC_TRIM_THRESHOLD_"]}  # Dask sets it for its workers: not kernels
     spec["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
     launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_launch.py")
