@@ -17,7 +17,9 @@ Isolation levels, recorded with every grade:
 sandbox once per process); ``isolation_for(mode)`` picks the level for a ``GuardedExecute.sandbox``
 mode (auto, require, off) and ``kernel_manager_class(level)`` the kernel manager that gives
 it: ``SandboxedKernelManager`` for ``bubblewrap``. ``check_for_grading`` is what ``grade``
-says and does about it. ``bwrap.py`` builds the command line.
+says and does about it, and about confining kernels' CPU. ``bwrap.py`` builds the command
+line. At both levels a kernel runs in a control group of its own (cgroups.py: its CPU
+share), and what it sends is capped before it is parsed (channels.py).
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Dict, DottedObjectName, Integer, Type, Unicode
 
-from . import bwrap
+from . import bwrap, cgroups
 from . import limits as oslimits
 from .bwrap import BWRAP_ENV, SandboxUnavailable, bwrap_program
+from .channels import Guard, LimitedKernelClient, capped_context
 
 __all__ = ["BWRAP_ENV", "SandboxUnavailable", "bwrap_program"]
 
@@ -106,31 +109,39 @@ def kernel_manager_class(level: str) -> type:
 
 
 def check_for_grading(mode: str, stream) -> str:
-    """What ``grade`` does about the sandbox: the mode its workers get ("require" when the
-    sandbox works, else "off" after one line on ``stream``). Raises SandboxUnavailable when
-    the sandbox is required and not available."""
+    """What ``grade`` does about the sandbox and the kernels' CPU: the mode its workers
+    get ("require" when the sandbox works, else "off"), after one line on ``stream`` if
+    either is missing. Raises SandboxUnavailable when the sandbox is required and either
+    is not available."""
     if mode == "off":
         return "off"
-    status = sandbox_status()
-    if status.level == BUBBLEWRAP:
-        return "require"
-    if mode == "require":
+    status, cpu = sandbox_status(), cgroups.cpu_status()
+    if mode == "require" and status.level != BUBBLEWRAP:
         raise SandboxUnavailable(f"--require-sandbox: grading kernels cannot be sandboxed: "
                                  f"{status.reason}")
-    print(f"isolation: none ({status.reason}): grading kernels run unsandboxed, as before; "
-          "see docs/grading.md, Isolation (--require-sandbox makes this an error)",
-          file=stream, flush=True)
-    return "off"
+    if mode == "require" and cpu.level == cgroups.NONE:
+        raise SandboxUnavailable(f"--require-sandbox: grading kernels' CPU cannot be "
+                                 f"confined: {cpu.reason}")
+    said = []
+    if status.level != BUBBLEWRAP:
+        said.append(f"isolation: none ({status.reason}): grading kernels run unsandboxed, "
+                    "as before")
+    if cpu.level == cgroups.NONE:
+        said.append(f"cpu: not confined ({cpu.reason}): a kernel may slow the others")
+    if said:
+        print("; ".join(said) + "; see docs/grading.md, Isolation (--require-sandbox makes "
+              "this an error)", file=stream, flush=True)
+    return "require" if status.level == BUBBLEWRAP else "off"
 
 
 # -- the kernel manager -------------------------------------------------------------------------
 
 
-class SandboxedKernelClient(AsyncKernelClient):
+class SandboxedKernelClient(LimitedKernelClient):
     """The client of a sandboxed kernel: when the kernel is ready, its manager seals it."""
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
-        await AsyncKernelClient.wait_for_ready(self, timeout)
+        await LimitedKernelClient.wait_for_ready(self, timeout)
         seal = getattr(self.parent, "seal", None)
         if seal is not None:
             seal()
@@ -138,8 +149,10 @@ class SandboxedKernelClient(AsyncKernelClient):
 
 class LimitedKernelManager(AsyncKernelManager):
     """jupyter_client's kernel manager with the kernel started under a job's limits
-    (``limits.kernel_command``: memory, file size, processes, no core dumps, the task's
-    marker), its own stdout and stderr going to ``kernel_log``."""
+    (``limits.kernel_command``: memory, file size, CPU time, processes, no core dumps, the
+    task's marker), in a control group of its own (cgroups.py: its CPU share), its own
+    stdout and stderr going to ``kernel_log`` (made anew, capped, removed with the kernel),
+    and what it sends capped and watched by its ``Guard`` (channels.py)."""
 
     limits = Dict({}, help="Limits.as_dict() of the job").tag(config=True)
     token = Unicode("", help="marks the kernel and what it starts as this task's").tag(
@@ -147,13 +160,65 @@ class LimitedKernelManager(AsyncKernelManager):
     kernel_log = Unicode("", help="file for the kernel's own stdout and stderr").tag(
         config=True)
 
+    client_class = DottedObjectName("autograder.channels.LimitedKernelClient")
+    client_factory = Type(LimitedKernelClient, klass=AsyncKernelClient)
+    guard: Guard | None = None
+    _group: cgroups.KernelGroup | None = None
+
+    def job_limits(self) -> oslimits.Limits:
+        return oslimits.Limits(**self.limits)
+
+    def _context_default(self):
+        return capped_context(super()._context_default(), self.job_limits().message)
+
     def limited(self, cmd: list[str]) -> list[str]:
-        """``cmd`` started through ``kernel_launch.py``, under the limits."""
-        return oslimits.kernel_command(cmd, oslimits.Limits(**self.limits), self.token,
-                                       self.kernel_log or None)
+        """``cmd`` started through ``kernel_launch.py``, under the limits, in a new group."""
+        limits = self.job_limits()
+        self._remove_group()
+        self._remove_log()
+        self._group = cgroups.KernelGroup.create(limits.cpus)
+        self.guard = Guard(self, limits)
+        procs = self._group.procs_files if self._group is not None else []
+        return oslimits.kernel_command(cmd, limits, self.token, self.kernel_log or None,
+                                       cgroups=procs, log_cap=limits.log)
 
     def format_kernel_cmd(self, extra_arguments=None):
         return self.limited(super().format_kernel_cmd(extra_arguments))
+
+    def cpu_used(self) -> float | None:
+        """CPU seconds used by the kernel and all it started (None: not counted here)."""
+        return self._group.cpu_seconds() if self._group is not None else None
+
+    def stop_kernel_now(self) -> None:
+        """SIGKILL the kernel and everything it started (its group, its descendants)."""
+        if self._group is not None:
+            self._group.kill(seconds=1)
+        pid = getattr(self.provisioner, "pid", None)
+        if pid:
+            oslimits.kill_descendants(pid, rounds=5)
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        try:
+            await super()._async_cleanup_resources(restart=restart)
+        finally:
+            self._remove_group()
+            self._remove_log()
+
+    def _remove_group(self) -> None:
+        if self._group is not None:
+            self._group.remove()
+            self._group = None
+
+    def _remove_log(self) -> None:
+        """What one kernel wrote is never there for the next (the file is also made anew)."""
+        if self.kernel_log:
+            with contextlib.suppress(OSError):
+                os.unlink(self.kernel_log)
+
+    # AsyncKernelManager binds this name to KernelManager's coroutine, not to overrides.
+    cleanup_resources = _async_cleanup_resources
 
 
 class SandboxedKernelManager(LimitedKernelManager):
