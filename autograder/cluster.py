@@ -21,6 +21,9 @@ from . import limits as oslimits
 from .errors import GraderError
 
 CONNECT_SECONDS = 60  # to reach a scheduler
+# A local worker's own memory (its kernels have theirs): what kernels send it is capped
+# (channels.py), and a worker that still passes this is restarted by its nanny.
+WORKER_MEMORY = 2 * oslimits.GiB
 GATEWAY = "dask-gateway:"  # --scheduler dask-gateway:CLUSTER_NAME
 LOCAL_CONFIG = {
     # One task per worker at a time: when a worker dies, only the task it ran is suspect.
@@ -35,6 +38,9 @@ LOCAL_CONFIG = {
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.tick.interval": "200ms",
     "distributed.admin.tick.limit": "1h",
+    # Workers hold no data to spill: past WORKER_MEMORY x 0.95 the nanny restarts one.
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
     # Dask's default also sets MALLOC_TRIM_THRESHOLD_, which kernels would inherit (and run
     # slower with); kernel_launch.py drops it on other clusters' workers.
     "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
@@ -86,8 +92,8 @@ class Cluster:
             _preload_workers()
             self.local = LocalCluster(
                 n_workers=self.jobs, threads_per_worker=1, processes=True,
-                memory_limit=0, dashboard_address=None, silence_logs=logging.CRITICAL,
-                local_directory=str(self.work / "dask"), env=env,
+                memory_limit=WORKER_MEMORY, dashboard_address=None,
+                silence_logs=logging.CRITICAL, local_directory=str(self.work / "dask"), env=env,
                 scheduler_kwargs={"dashboard": False}, protocol="tcp", host="127.0.0.1")
             self._client = Client(self.local, set_as_default=False)
             from .material import send_by_value
