@@ -39,7 +39,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
 
-from autograder import bwrap, sandbox
+from autograder import bwrap, cgroups, sandbox
 from autograder.sandbox import SandboxedKernelManager, sandbox_status
 
 STATUS = sandbox_status()
@@ -334,6 +334,33 @@ def test_an_endless_loop_is_interrupted_and_the_kernel_goes_on(folder):
     nb = run(folder, "x = 1", "while True:\n    pass", "print('alive', x)", timeout=3)
     assert any("KeyboardInterrupt" in e or "CellTimeoutError" in e for e in errors(nb.cells[1]))
     assert stdout(nb.cells[2]).strip() == "alive 1"
+
+
+@needs_bwrap
+@pytest.mark.skipif(cgroups.cpu_status().level == cgroups.NONE, reason="no CPU groups here")
+def test_a_sandboxed_kernel_cannot_leave_its_cpu_group(folder):
+    nb = notebook("""
+        import ctypes, json, os, subprocess, sys
+        os.makedirs("/tmp/cg", exist_ok=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+        mounted = [libc.mount(b"none", b"/tmp/cg", kind, 0, None) for kind in
+                   (b"cgroup2", b"cgroup")]
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         start_new_session=True)
+        print(json.dumps([os.path.exists("/sys/fs/cgroup"), mounted,
+                          open("/proc/self/cgroup").read()]))
+        """)
+    c = client(nb, folder)
+    with c.setup_kernel():
+        c.execute_cell(nb.cells[0], 0)
+        group = c.km._group.folders[0].name
+        kernel = psutil.Process(c.km.provisioner.pid)
+        inside = [kernel, *kernel.children(recursive=True)]
+        assert len(inside) >= 4  # bwrap, its init, the kernel, the sleeper
+        assert all(group in Path(f"/proc/{p.pid}/cgroup").read_text() for p in inside)
+    exists, mounted, seen = answer(nb.cells[0])
+    assert not exists and mounted == [-1, -1] and "autograder" not in seen
+    assert not any(Path(base, group).exists() for base in cgroups.cpu_status().bases)
 
 
 @needs_bwrap
