@@ -160,8 +160,13 @@ class GuardedChannel(AsyncZMQSocketChannel):
         frames = await self.socket.recv_multipart(**kwargs)
         if self.guard is not None and not self.guard.received(sum(map(len, frames))):
             return None  # not parsed: the kernel is stopped and the note comes next
-        _, message = self.session.feed_identities(frames)
-        return self.session.deserialize(message)
+        try:
+            _, message = self.session.feed_identities(frames)
+            msg = self.session.deserialize(message)
+        except Exception:  # not a message at all: nbclient would fail on it
+            return None
+        fields = ("header", "parent_header", "metadata", "content")
+        return msg if all(isinstance(msg.get(k), dict) for k in fields) else None
 
     def close(self) -> None:
         if self.monitor is not None:

@@ -90,7 +90,7 @@ def _mend(content: dict) -> None:
         content.pop("transient")
     count = content.get("execution_count")
     if "execution_count" in content and not (type(count) is int or count is None):
-        content.pop("execution_count")
+        content["execution_count"] = None
 
 
 def shorten_error(content: dict, room: int) -> dict:

@@ -154,7 +154,7 @@ def test_malformed_messages_are_mended_or_dropped_and_deep_ones_measured_quickly
     mended = output_cap.cap(msg("execute_result", data={}, metadata={}, execution_count="9" * 99,
                                 transient={"display_id": ["not", "a", "string"]}), 0, 1000,
                             kept, dropped)
-    assert "execution_count" not in mended["content"] and "transient" not in mended["content"]
+    assert mended["content"]["execution_count"] is None and "transient" not in mended["content"]
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
@@ -182,6 +182,21 @@ def test_a_long_traceback_an_update_storm_and_huge_metadata_are_capped(tmp_path)
     assert error["name"] == "ValueError" and "not kept" in texts(run["outputs"][0])
     assert "not kept" in texts(run["outputs"][1]) and "not kept" in texts(run["outputs"][2])
     assert run["outputs"][3] == [{"type": "stream", "name": "stdout", "text": "after\n"}]
+
+
+def test_messages_nbclient_would_fail_on_are_mended(tmp_path):
+    """A display id that is a list stopped the whole notebook's grading (nbclient raised
+    out of GuardedExecute); an execution count that is a mapping went into the notebook."""
+    run = grade_cells(tmp_path, """
+        k = get_ipython().kernel
+        k.session.send(k.iopub_socket, 'display_data', parent=k.get_parent(),
+                       content={'data': {}, 'metadata': {}, 'transient': ['d']})
+        k.session.send(k.iopub_socket, 'execute_result', parent=k.get_parent(),
+                       content={'data': {}, 'metadata': {}, 'execution_count': {'x': 1}})
+        print('fine')
+        """, "print('after')")
+    assert "fine" in texts(run["outputs"][0])
+    assert run["outputs"][1] == [{"type": "stream", "name": "stdout", "text": "after\n"}]
 
 
 # -- what a kernel may send -----------------------------------------------------------------
