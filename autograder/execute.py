@@ -30,11 +30,11 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Dict, Enum, Float, Integer, List, Unicode
 
+from . import answers, output_cap, verdicts
 from . import limits as oslimits
 from . import sandbox as sandboxing
-from . import verdicts
 from .messages import Event
-from .probe import MIME, kernel_request
+from .probe import MIME, kernel_load, kernel_request
 
 RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events": [Event]}
 
@@ -78,6 +78,12 @@ class GuardedExecute(Execute):
         self._events = []
         self._last_run = None
         self._total = len(nb.cells)
+        self._key: bytes | None = None  # the probe's, once it is loaded
+        self._loaded = False
+        self._targets = verdicts.exercise_targets(self._assignment)
+        self._pending = Counter(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+                                if verdicts.is_test_cell(c))
+        self._deferred: list[tuple[int, object]] = []
         isolation = sandboxing.isolation_for(self.sandbox)
         self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
         RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
@@ -89,6 +95,15 @@ class GuardedExecute(Execute):
     # -- one cell -------------------------------------------------------------------------
 
     def preprocess_cell(self, cell, resources, index):
+        if not self._loaded:
+            self._loaded = True
+            self._load_probe()
+        cell, resources = self._one_cell(cell, resources, index)
+        if index == self._total - 1:
+            self._run_deferred(final=True)
+        return cell, resources
+
+    def _one_cell(self, cell, resources, index):
         self._check_assign_resources(resources)
         if cell.cell_type != "code" or not cell.source.strip():
             return cell, resources
@@ -128,10 +143,8 @@ class GuardedExecute(Execute):
         finally:
             cell.source = source
         if not self._stopped:
-            result = self._verdict(cell, index)
-            verdicts.record(cell, result)
-            if result is not None:
-                cell.outputs.extend(verdicts.outputs_for(result))
+            self._decide(cell, index)
+            self._run_deferred()
         return cell, resources
 
     def _execute(self, cell, index: int, budget: float):
@@ -148,6 +161,14 @@ class GuardedExecute(Execute):
                 "KernelDied", "the grading kernel stopped while running this cell (exit, "
                 "os._exit, a crash or too much memory)"))
             self._stop("the grading kernel had stopped in an earlier cell")
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            # What came back was not a Jupyter message (a cell wrote into the kernel's
+            # sockets): this kernel can no longer be believed.
+            self._event("died", index, cell)
+            cell.outputs.append(error_output(
+                "KernelDied", "the grading kernel sent bytes that are not a Jupyter message"))
+            self._kill_kernel()
+            self._stop("the grading kernel broke its connection in an earlier cell")
         except CellTimeoutError:
             if self._timed_out:
                 self._event("stuck", index, cell)
@@ -181,6 +202,42 @@ class GuardedExecute(Execute):
 
     # -- hidden tests ------------------------------------------------------------------------
 
+    def _decide(self, cell, index: int) -> bool:
+        """The cell's verdict, recorded with its outputs; False if it must wait
+        (``verdicts.Deferred``) because the course's code for an exercise whose check has
+        not run yet would go into the kernel."""
+        try:
+            result = self._verdict(cell, index)
+        except verdicts.Deferred:
+            if all(i != index for i, _ in self._deferred):
+                self._deferred.append((index, cell))
+            return False
+        self._pending[cell.metadata["nbgrader"]["grade_id"]] -= 1
+        verdicts.record(cell, result)
+        if result is not None:
+            cell.outputs.extend(verdicts.outputs_for(result))
+        return True
+
+    def _run_deferred(self, final: bool = False) -> None:
+        """Deferred verdicts whose exercises' checks are done now; at the end of the
+        notebook, those that still wait score 0 (the cells they wait for did not run)."""
+        progress = True
+        while progress and self._deferred and not self._stopped:
+            waiting, self._deferred = self._deferred, []
+            progress = False
+            for index, cell in waiting:
+                progress |= self._decide(cell, index)
+        if final:
+            for _, cell in self._deferred:
+                why = self._stopped or "not run: it needs an exercise whose cell did not run"
+                verdicts.record(cell, None)
+                cell.outputs.append(error_output("NotRun", why))
+            self._deferred = []
+
+    def _still_pending(self) -> set[str]:
+        return {target for gid, n in self._pending.items() if n > 0
+                for target in self._targets.get(gid, ())}
+
     def _verdict(self, cell, index: int) -> verdicts.Verdict | None:
         """The cell's hidden test, run here against the kernel through the probe (None if
         the kernel died or hung meanwhile: the notebook stops, the cell scores 0)."""
@@ -192,13 +249,24 @@ class GuardedExecute(Execute):
             return verdicts.Verdict(False, "not run: the notebook's time limit ran out", seed)
         self._probe_lost = None
         kernel = verdicts.Kernel(lambda request: self._ask_probe(request, index, cell), seed,
-                                 timeout)
+                                 timeout, self._still_pending)
         result = verdicts.verdict(self._assignment, gid, kernel)
         if self._probe_lost:
             return None
         if result.grader_error:
             self._event("grader", index, cell)
+        if result.flag:
+            self._event("forged", index, cell, result.flag)
         return result
+
+    def _load_probe(self) -> None:
+        """Load the probe before any student cell, and take its key (a kernel that gives
+        none gets every hidden test's answer refused: it scores 0)."""
+        reply = run_sync(self._async_ask_probe)(kernel_load(), 60)
+        found = reply.get("replies") or []
+        if len(found) == 1 and isinstance(found[0], dict) and set(found[0]) == {"key"}:
+            with contextlib.suppress(TypeError, ValueError):
+                self._key = bytes.fromhex(found[0]["key"])
 
     def _ask_probe(self, request: dict, index: int, cell) -> dict:
         if self._probe_lost:
@@ -217,14 +285,17 @@ class GuardedExecute(Execute):
             self._stop("the grading kernel stopped answering during the hidden tests of an "
                        "earlier cell")
             return {"crashed": "the grading kernel stopped answering"}
-        return answer
+        return answers.open_reply(self._key, request["nonce"], answer["replies"],
+                                  answer["error"])
 
     async def _async_ask_probe(self, code: str, timeout: float) -> dict:
-        """Send the probe to the kernel; its answer, or {"_dead"} / {"_stuck"}."""
+        """Send code to the kernel; what it published under the probe's MIME type and the
+        error it raised ({"replies", "error"}), or {"_dead"} / {"_stuck"}."""
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                                  stop_on_error=False)
         deadline = time.monotonic() + timeout
-        answer: dict | None = None
+        replies: list = []
+        error: str | None = None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -235,20 +306,24 @@ class GuardedExecute(Execute):
                 if not await ensure_async(self.km.is_alive()):
                     return {"_dead": True}
                 continue
+            except Exception:  # bytes that are no Jupyter message: untrusted, dropped
+                continue
+            if not isinstance(msg, dict) or not isinstance(msg.get("content"), dict):
+                continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg.get("content", {})
-            if kind == "display_data" and isinstance(content.get("data"), dict):
-                found = content["data"].get(MIME)
-                if isinstance(found, dict):
-                    answer = found
-            elif kind == "error" and answer is None:
-                answer = {"error": f"{content.get('ename')}: {content.get('evalue')}"[:300]}
+            if kind in ("display_data", "update_display_data", "execute_result"):
+                data = content.get("data")
+                if isinstance(data, dict) and MIME in data:
+                    replies.append(data[MIME])
+            elif kind == "error" and error is None:
+                error = f"{content.get('ename')}: {content.get('evalue')}"[:300]
             elif kind == "status" and content.get("execution_state") == "idle":
                 break
         with contextlib.suppress(Exception):  # the reply, so that no stale one is left
             await ensure_async(self.kc.get_shell_msg(timeout=1))
-        return answer or {"crashed": "the kernel gave no answer"}
+        return {"replies": replies[:10], "error": error}
 
     # -- nbclient hooks ---------------------------------------------------------------------
 
@@ -263,22 +338,23 @@ class GuardedExecute(Execute):
                                  "traceback": [f"CellTimeoutError: {why}"]}
         return await super()._async_handle_timeout(timeout, cell)
 
-    def output(self, outs, msg, display_id, cell_index):
-        kind = msg.get("msg_type")
-        if self.max_output and kind in ("stream", "display_data", "execute_result"):
-            content = msg.get("content", {})
-            if kind == "stream":
-                key, size = content.get("name", "stdout"), len(content.get("text", ""))
-            else:
-                key = "display"
-                size = sum(len(str(v)) for v in content.get("data", {}).values())
-            kept = getattr(self, "_kept", None)
-            if kept is not None:
-                if kept[key] + size > self.max_output:
-                    self._dropped[key] += size
-                    return None
-                kept[key] += size
-        return super().output(outs, msg, display_id, cell_index)
+    def process_message(self, msg, cell, cell_index):
+        """Every iopub message of a cell is capped before nbclient stores any of it:
+        ``max_output`` characters per cell in all (output_cap.py)."""
+        if self.max_output and getattr(self, "_kept", None) is not None:
+            msg = output_cap.cap(msg, self._display_rewrites(msg), self.max_output,
+                                 self._kept, self._dropped)
+            if msg is None:
+                return None
+        return super().process_message(msg, cell, cell_index)
+
+    def _display_rewrites(self, msg) -> int:
+        """How many stored outputs a message with a display id would rewrite."""
+        content = msg.get("content")
+        transient = content.get("transient") if isinstance(content, dict) else None
+        found = self._display_id_map.get(transient.get("display_id")) if isinstance(
+            transient, dict) and isinstance(transient.get("display_id"), str) else None
+        return sum(len(v) for v in found.values()) if found else 0
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -290,11 +366,11 @@ class GuardedExecute(Execute):
     def _stop(self, reason: str) -> None:
         self._stopped = f"not run: {reason}"
 
-    def _event(self, kind: str, index: int, cell) -> None:
+    def _event(self, kind: str, index: int, cell, detail: str | None = None) -> None:
         gid = None
         if cell is not None:
             gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        self._events.append(Event(kind, index, gid))
+        self._events.append(Event(kind, index, gid, detail=detail))
 
     def _kernel_alive(self) -> bool:
         async def alive():
