@@ -45,6 +45,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/engine_vs_micrograd.py
 	$(PY) benchmarks/grading_throughput.py
 	$(PY) benchmarks/sandbox_overhead.py
+	$(PY) benchmarks/cpu_fairness.py
 	$(PY) benchmarks/grading_dask.py
 
 lint: setup-test
