@@ -288,6 +288,9 @@ class _Finder(Names):
                 target = target.args[0]
             mode = "w" if not funcs & OPENERS else "r" if arg1 is None else self.fold(arg1)
             path = self.m.folder.fold(target, names=True)
+            fd = self.m.folder.value(target, True, 0, None) if funcs & OPENERS else None
+            if isinstance(fd, int) and not isinstance(fd, bool):
+                self.flag(node, f"opens file descriptor {fd}", PROCESS)
             if isinstance(path, str) and path.endswith(CODE_FILES) and (
                     not isinstance(mode, str) or set(mode) & set("wax+")):
                 self.m.written.update(modules_of(path))

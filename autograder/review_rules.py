@@ -38,7 +38,7 @@ theano paddle mlx keras flax""")
 MODULES = _table(
     (GRADER, "refgrad autograder nbgrader nbclient nbconvert jupyter_client dask distributed"),
     (INTROSPECTION, "ctypes _ctypes cffi _testcapi _testinternalcapi _xxsubinterpreters "
-     "_interpreters __main__ objgraph pympler guppy"),
+     "_interpreters __main__ objgraph pympler guppy tracemalloc"),
     (PROCESS, "subprocess _posixsubprocess pty multiprocessing _multiprocessing concurrent "
      "signal _signal socket _socket socketserver ssl http urllib.request urllib3 requests "
      "ftplib smtplib telnetlib xmlrpc asyncio threading _thread mmap sqlite3 _sqlite3 "
@@ -60,12 +60,12 @@ CALLS = _table(
      "inspect.trace inspect.getframeinfo inspect.getsource inspect.getsourcelines "
      "inspect.getsourcefile inspect.getfile inspect.getmodule inspect.getmembers "
      "inspect.getclosurevars inspect.getgeneratorlocals inspect.getcoroutinelocals "
-     "types.FrameType types.CellType traceback.walk_stack traceback.walk_tb"),
+     "types.FrameType types.CellType traceback.walk_stack traceback.walk_tb numpy.ctypeslib"),
     (PROCESS, "os.kill os.killpg os.system os.popen os.fork os.forkpty os.setsid os.setpgrp "
      "os.setpgid os.getppid os.getpgid os.putenv os.unsetenv os.openpty os.memfd_create "
      "os.dup os.dup2 os.pipe os.fdopen os.write os.chdir os.fchdir os.chroot os.nice "
      "os.sched_setaffinity os.tcsetpgrp os.environ.update os.environ.setdefault "
-     "os.environ.pop os.environ.popitem os.environ.clear"),
+     "os.environ.pop os.environ.popitem os.environ.clear io.FileIO _io.FileIO"),
     (KERNEL, "sys.settrace sys.setprofile sys.setrecursionlimit sys.displayhook "
      "sys.excepthook sys.unraisablehook sys.breakpointhook sys.addaudithook sys.monitoring "
      "sys.meta_path sys.path_hooks sys.path_importer_cache sys.path sys.set_asyncgen_hooks "
@@ -74,7 +74,7 @@ CALLS = _table(
      "os.register_at_fork importlib.reload importlib.invalidate_caches gc.callbacks "
      "pdb.set_trace pdb.Pdb bdb"),
     (HIDDEN, "types.CodeType types.FunctionType types.LambdaType pickle.loads pickle.load "
-     "pickle.Unpickler _pickle weakref.finalize"),
+     "pickle.Unpickler _pickle weakref.finalize operator.attrgetter operator.methodcaller"),
 )
 # os.exec*, os.spawn*, os.posix_spawn*, os.wait*, os.pidfd_*: a process trick.
 OS_PREFIXES = ("exec", "spawn", "posix_spawn", "wait", "pidfd")
@@ -117,6 +117,7 @@ STRINGS = {
     "autograder_probe": GRADER, "vnd.autograder": GRADER, "autograder-material": GRADER,
     ".reference": GRADER, "kernel_startup": GRADER, "kernel_guard": GRADER,
     "gradebook.db": GRADER, "sitecustomize": HIDDEN, "usercustomize": HIDDEN,
+    "/proc/": INTROSPECTION, "/dev/fd": PROCESS, "/dev/std": PROCESS,  # the process's files
 }
 CODE_FILES = (".py", ".pyc", ".pyw", ".pth", ".so", ".ipy")  # a file written to be run
 

@@ -57,6 +57,11 @@ INTROSPECTION_CODE = [
     "import sys\nmodules = sys.__dict__['modules']",
     "import traceback\nfor frame, _ in traceback.walk_stack(None):\n    frame.clear()",
     "try:\n    1 / 0\nexcept Exception as e:\n    e.__traceback__.tb_frame",
+    # the process's memory and descriptors read as files
+    "maps = open('/proc/self/maps').read()",
+    "from pathlib import Path\nPath(f'/proc/{pid}/mem').read_bytes()",
+    "import tracemalloc\ntracemalloc.start()",
+    "import numpy as np\nnp.ctypeslib.as_array(pointer, (10,))",
 ]
 PROCESS_CODE = [
     "import subprocess\nsubprocess.run(['ls'])",
@@ -94,6 +99,11 @@ PROCESS_CODE = [
     "ip = get_ipython()\nip.getoutput('ls')",
     "getattr(get_ipython(), 'system')('ls')",
     "get_ipython().system.__call__('ls')",
+    # writing into a descriptor the kernel did not open for the notebook
+    "f = open(5, 'wb')\nf.write(b'{}')",
+    "fd = 7\nwith open(fd, 'w') as pipe:\n    pipe.write('x')",
+    "import io\nio.FileIO(3 + 2, 'w').write(b'x')",
+    "open('/dev/fd/5', 'wb').write(b'x')",
 ]
 KERNEL_CODE = [
     "import json\njson.dumps = lambda *a, **k: '{}'",
@@ -154,6 +164,8 @@ HIDDEN_CODE = [
     "list(map(get_ipython().system, ['ls']))",
     "import importlib\nspec = importlib.util.spec_from_file_location('h', 'helper.py')",
     "class Value:\n    def __del__(self):\n        patch()",
+    "import operator, os\noperator.attrgetter('sys' + 'tem')(os)('ls')",
+    "from operator import methodcaller as m\nm('get_objects')(g)",
 ]
 GRADER_CODE = [
     "import refgrad",
