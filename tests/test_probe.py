@@ -34,4 +34,6 @@ def test_the_probe_keeps_to_a_namespace_of_its_own(tmp_path):
                 if is_test_cell(c)}
     assert verdicts and all(v["passed"] for v in verdicts.values()), json.dumps(verdicts)
     last = nb.cells[-1].outputs
-    assert [o.get("text") for o in last] == ["untouched\n"], last
+    # (one print may reach the notebook as two stream outputs when the machine is busy)
+    assert {o.output_type for o in last} == {"stream"}, last
+    assert "".join(o.text for o in last) == "untouched\n", last
