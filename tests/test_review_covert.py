@@ -15,15 +15,9 @@ from helpers import ROOT, SOLUTIONS, SOURCE, notebook_path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.review import flag_code, flag_notebook, flag_submission
+from autograder.review_rules import ENGINE, GRADER, HIDDEN, INTROSPECTION, KERNEL, PROCESS
 
 A = "01_value"
-# The classes, as a flag names them (autograder/review_rules.py).
-ENGINE = "another autodiff engine"
-GRADER = "the grader's code or files"
-INTROSPECTION = "introspection of the process"
-PROCESS = "a process trick"
-KERNEL = "changes the kernel"
-HIDDEN = "hidden code"
 
 
 def classes(code: str) -> set[str]:

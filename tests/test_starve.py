@@ -276,12 +276,14 @@ os.wait()
 """
 
 
-def spinners(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if token in (proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
+def spinners(token: str, wait_for: int = 0) -> list[psutil.Process]:
+    """The processes tagged ``token`` (after up to 30 s for ``wait_for`` of them to start)."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+        if len(found) >= wait_for or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 def kill_spinners(token: str) -> None:
@@ -297,10 +299,7 @@ def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_i
         proc = start_cells(tmp_path, SPINNERS.format(n=2, seconds=20, token=token),
                            "import time; time.sleep(3)", sandboxed=sandboxed)
         try:
-            deadline = time.monotonic() + 30
-            while len(spinners(token)) < 3 and time.monotonic() < deadline:
-                time.sleep(0.2)
-            found = spinners(token)
+            found = spinners(token, wait_for=3)
             assert len(found) == 3
             groups = {Path(f"/proc/{p.pid}/cgroup").read_text() for p in found}
             assert len(groups) == 1 and "autograder-kernel-" in groups.pop()
@@ -373,10 +372,7 @@ def test_a_cpu_hog_gets_one_core_while_an_honest_kernel_is_graded_alongside(tmp_
     hog = start_cells(tmp_path, SPINNERS.format(n=6, seconds=60, token=token),
                       "while True: pass", timeout=50)
     try:
-        deadline = time.monotonic() + 30
-        while len(spinners(token)) < 7 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        spinning = spinners(token)
+        spinning = spinners(token, wait_for=7)
         assert len(spinning) == 7
         before, start = cpu_of(spinning), time.monotonic()
         run = grade_cells(tmp_path, HONEST)

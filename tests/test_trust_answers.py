@@ -391,40 +391,10 @@ def zero_grad(root):
     root.grad = 0.0
 '''
 
-SORTS = {
-    "a recursive sort that turns the profiler off": '''
+RECURSIVE_SORT = '''
 import sys
 def topological_order_iterative(root):
-    sys.setprofile(None)
-    order, seen = [], set()
-    def visit(v):
-        if v not in seen:
-            seen.add(v)
-            for p in v._prev:
-                visit(p)
-            order.append(v)
-    visit(root)
-    return order
-''',
-    "a recursive sort that raises the limit": '''
-import sys
-def topological_order_iterative(root):
-    sys.setrecursionlimit(100_000)
-    order, seen = [], set()
-    def visit(v):
-        if v not in seen:
-            seen.add(v)
-            for p in v._prev:
-                visit(p)
-            order.append(v)
-    visit(root)
-    return order
-''',
-    "a recursive sort that raises the limit and puts it back": '''
-import sys
-def topological_order_iterative(root):
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(100_000)
+    {before}
     order, seen = [], set()
     def visit(v):
         if v not in seen:
@@ -435,9 +405,18 @@ def topological_order_iterative(root):
     try:
         visit(root)
     finally:
-        sys.setrecursionlimit(old)
+        {after}
     return order
-''',
+'''
+
+SORTS = {
+    "a recursive sort that turns the profiler off":
+        RECURSIVE_SORT.format(before="sys.setprofile(None)", after="pass"),
+    "a recursive sort that raises the limit":
+        RECURSIVE_SORT.format(before="sys.setrecursionlimit(100_000)", after="pass"),
+    "a recursive sort that raises the limit and puts it back": RECURSIVE_SORT.format(
+        before="old = sys.getrecursionlimit(); sys.setrecursionlimit(100_000)",
+        after="sys.setrecursionlimit(old)"),
     "coursekit's walk pasted and renamed": '''
 def topological_order_iterative(start):
     out: list = []
