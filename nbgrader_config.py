@@ -20,20 +20,20 @@ c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "notebooks"
 
 # Hidden tests never run in the student's kernel: at each test cell, GuardedExecute runs
-# the visible checks in the kernel, then the cell's hidden test (autograder/hidden/) runs in
-# this process, asks the probe in the kernel for plain values and compares them with the
+# the visible checks in the kernel, then the cell's hidden test (autograder/verdicts/hidden/)
+# runs in this process, asks the probe in the kernel for plain values and compares them with the
 # reference engine. SaveVerdicts scores each test cell by that verdict alone. Both replace
 # nbgrader's Execute and SaveAutoGrades here, so `nbgrader autograde` and formgrader's
-# Autograde button grade exactly like `python -m autograder grade` (autograder/verdicts.py).
+# Autograde button grade exactly like `python -m autograder grade` (autograder/verdicts/api.py).
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 c.Execute.timeout = 60  # seconds per cell
 c.Execute.interrupt_on_timeout = True
 c.Autograde.autograde_preprocessors = [
-    "autograder.execute.GuardedExecute",
+    "autograder.preprocessors.execute.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.verdicts.SaveVerdicts",
+    "autograder.verdicts.api.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -44,7 +44,7 @@ c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
-    "autograder.nbgrader_fixes.DropEmptyMetadata",
+    "autograder.preprocessors.dropemptymetadata.DropEmptyMetadata",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -53,21 +53,22 @@ c.Autograde.sanitize_preprocessors = [
 # Autograde copies every non-notebook file of source/<assignment>/ over the submission
 # (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.
 
-# Feedback never shows hidden tests, grader tracebacks or grader source (autograder/feedback.py),
-# and nothing from a submission is active in it: no script, event handler, frame or
-# javascript: link (autograder/inert.py; also for formgrader's feedback button).
+# Feedback never shows hidden tests, grader tracebacks or grader source
+# (autograder/feedback/pages.py), and nothing from a submission is active in it: no script,
+# event handler, frame or javascript: link (autograder/feedback/inert.py; also for
+# formgrader's feedback button).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.feedback.HideGraderMaterial",
+    "autograder.feedback.pages.HideGraderMaterial",
 ]
 # Math in feedback pages and the formgrader reads the same offline: LaTeX in markdown becomes
-# MathML and no MathJax is loaded from a CDN (autograder/offline_math.py).
-from autograder.offline_math import configure as offline_math  # noqa: E402
+# MathML and no MathJax is loaded from a CDN (autograder/feedback/offline_math.py).
+from autograder.feedback.offline_math import configure as offline_math  # noqa: E402
 
 offline_math(c)
 
-c.GenerateFeedback.exporter_class = "autograder.inert.InertHTMLExporter"
+c.GenerateFeedback.exporter_class = "autograder.feedback.inert.InertHTMLExporter"
 # `python -m autograder grade` keeps its record of each graded submission here; nbgrader
 # leaves it out of feedback folders and releases (the other entries are nbgrader's defaults).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",

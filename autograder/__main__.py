@@ -9,14 +9,14 @@ from .errors import ExitCode
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .generate import generate
+    from .content.generate import generate
 
     generate(args.assignments or None, solutions=not args.no_solutions)
     return ExitCode.OK
 
 
 def _check_generated(args: argparse.Namespace) -> int:
-    from .generate import check_generated
+    from .content.generate import check_generated
 
     problems = check_generated(args.assignments or None)
     for line in problems:
@@ -29,13 +29,13 @@ def _check_generated(args: argparse.Namespace) -> int:
 
 
 def _self_check(args: argparse.Namespace) -> int:
-    from .selfcheck import self_check
+    from .students.selfcheck import self_check
 
     return self_check(args.folder)
 
 
 def _lab(args: argparse.Namespace) -> int:
-    from .lab import lab
+    from .students.lab import lab
 
     extra = [a for a in args.jupyter_args if a != "--"]
     if args.port:
@@ -48,13 +48,13 @@ def _lab(args: argparse.Namespace) -> int:
 def _slides(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .slides import main
+    from .content.slides import main
 
     return main(args.assignments or None, Path(args.out) if args.out else None)
 
 
 def _release(args: argparse.Namespace) -> int:
-    from .edition import release
+    from .students.edition import release
 
     return release(args.to, args.assignments or None, solutions=args.solutions, zip_=args.zip,
                    git=args.git)

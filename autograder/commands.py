@@ -27,7 +27,7 @@ def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
 def _limits(args: argparse.Namespace):
     """``Limits``' defaults, the course's settings, then what the command line gave."""
     from .course import nbgrader_config
-    from .limits import Limits, parse_size
+    from .kernel.limits import Limits, parse_size
 
     memory = None
     if args.memory is not None:
@@ -69,8 +69,8 @@ def _guard(fn):
 
 @_guard
 def _grade(args: argparse.Namespace) -> int:
-    from .display import print_report
-    from .grading import grade
+    from .grade.display import print_report
+    from .grade.run import grade
 
     report = grade(
         args.assignments or None, args.student or None, root=args.course, db_url=args.db,
@@ -83,7 +83,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 @_guard
 def _collect(args: argparse.Namespace) -> int:
-    from .collect import collect, print_collect_report
+    from .intake.collect import collect, print_collect_report
 
     report = collect(args.assignment, args.paths, pattern=args.pattern, root=args.course,
                      force=args.force)
@@ -93,7 +93,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 @_guard
 def _feedback(args: argparse.Namespace) -> int:
-    from .feedback import feedback, print_feedback_report
+    from .feedback.pages import feedback, print_feedback_report
 
     report = feedback(args.assignments or None, args.student or None, root=args.course,
                       db_url=args.db, jobs=args.jobs, force=args.force)
@@ -103,7 +103,7 @@ def _feedback(args: argparse.Namespace) -> int:
 
 @_guard
 def _export(args: argparse.Namespace) -> int:
-    from .export import export
+    from .grade.export import export
 
     paths = export(args.assignments or None, root=args.course, db_url=args.db, to=args.to)
     for path in paths:
@@ -120,8 +120,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 def add_grading_commands(sub) -> None:
     """Register the grading subcommands on ``python -m autograder``'s subparsers."""
-    from .collect import PATTERN_HELP
-    from .limits import GiB, Limits
+    from .intake.collect import PATTERN_HELP
+    from .kernel.limits import GiB, Limits
 
     p = sub.add_parser(
         "collect", help="file LMS downloads or notebooks named by student into submitted/",

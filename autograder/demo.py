@@ -157,7 +157,7 @@ def stamp_and_schedule(assignments: list[str]) -> None:
     from nbgrader.api import Gradebook
 
     from .course import open_course
-    from .gradebook import cache_alembic_version
+    from .grade.gradebook import cache_alembic_version
 
     course = open_course(DEMO)
     for a in assignments:
@@ -177,13 +177,13 @@ def stamp_and_schedule(assignments: list[str]) -> None:
 
 
 def demo(jobs: int | None = None, keep: bool = False) -> int:
-    from .collect import collect, print_collect_report
-    from .display import print_report
     from .errors import ExitCode
-    from .export import export
-    from .feedback import feedback
-    from .grading import grade
-    from .limits import Limits
+    from .feedback.pages import feedback
+    from .grade.display import print_report
+    from .grade.export import export
+    from .grade.run import grade
+    from .intake.collect import collect, print_collect_report
+    from .kernel.limits import Limits
 
     started = time.monotonic()
     assignments = demo_assignments()

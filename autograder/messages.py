@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .limits import Limits
+from .kernel.limits import Limits
 
 
 @dataclass

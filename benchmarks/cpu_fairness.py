@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from autograder import cgroups  # noqa: E402
+from autograder.kernel import cgroups  # noqa: E402
 
 HONEST = """
 import time
@@ -63,7 +63,7 @@ while True: pass
 RUNNER = """
 import json, sys, time
 import nbformat
-from autograder.execute import GuardedExecute
+from autograder.preprocessors.execute import GuardedExecute
 cells, folder, timeout = json.loads(sys.argv[1])
 nb = nbformat.v4.new_notebook(
     cells=[nbformat.v4.new_code_cell(s) for s in cells],

@@ -111,7 +111,7 @@ def task_cost(n: int, payload: bytes) -> tuple[float, float]:
     import dask
     from distributed import Client, LocalCluster
 
-    from autograder.cluster import LOCAL_CONFIG
+    from autograder.grade.cluster import LOCAL_CONFIG
 
     def noop():
         def run(data: bytes) -> bytes:

@@ -99,7 +99,7 @@ def floor(course: Path, graded: list[Path], extra_arguments: list[str], timeout:
 def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: int) -> float:
     from nbclient import NotebookClient
 
-    from autograder.verdicts import is_test_cell, strip_hidden
+    from autograder.verdicts.api import is_test_cell, strip_hidden
 
     nb = nbformat.read(path, as_version=4)
     nb.cells = [cell for cell in nb.cells if not is_demo(cell)]  # grading skips them too

@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 
-from autograder.bwrap import matplotlib_cache  # noqa: E402
 from autograder.course import SOLUTIONS  # noqa: E402
-from autograder.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status  # noqa: E402
+from autograder.kernel.bwrap import matplotlib_cache  # noqa: E402
+from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status  # noqa: E402
 
 MANAGERS = {"none": AsyncKernelManager, "bubblewrap": SandboxedKernelManager}
 ARGS = ["--HistoryManager.hist_file=:memory:"]

@@ -54,7 +54,7 @@ SEED = 20261122  # the hidden tests' inputs in the suite (grading draws a new se
 def code_of(cell) -> str:
     """What grading runs of a cell in the kernel: a test cell without its hidden region,
     and no IPython magics (run in-process here)."""
-    from autograder.verdicts import strip_hidden
+    from autograder.verdicts.api import strip_hidden
 
     source = strip_hidden(cell.source) if is_test_cell(cell) else cell.source
     return "\n".join(line for line in source.splitlines()
@@ -122,7 +122,7 @@ def run_cells(
 
 def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
     """The hidden test's verdict on the namespace as it is (the probe runs in a fork)."""
-    from autograder import verdicts
+    from autograder.verdicts import api as verdicts
 
     kernel = verdicts.Kernel(verdicts.local_ask(ns), verdicts.cell_seed(seed, cell_id), 30)
     return verdicts.verdict(assignment, cell_id, kernel)

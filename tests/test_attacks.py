@@ -158,7 +158,7 @@ def graded(tmp_path_factory):
     name = notebook_path(SOLUTIONS, A).name
     paths = {"MIME": MIME, "REFERENCE": str(root / "source" / ".reference"),
              "GRADEBOOK": str(root / "gradebook.db"),
-             "HIDDEN": str(root / "autograder" / "hidden" / f"{A}.py"),
+             "HIDDEN": str(root / "autograder" / "verdicts" / "hidden" / f"{A}.py"),
              "HONEST": str(root / "submitted" / "honest" / A / name)}
 
     def put(student, nb, assignment=A, filename=name):
@@ -180,7 +180,7 @@ def graded(tmp_path_factory):
     put("honest", nbformat.read(notebook_path(SOLUTIONS, QUIZ), as_version=4), QUIZ, quiz_name)
     put("quiz_file", with_code(quiz_blank, f"""
 import re
-text = open({str(root / "autograder" / "hidden" / f"{QUIZ}.py")!r}).read()
+text = open({str(root / "autograder" / "verdicts" / "hidden" / f"{QUIZ}.py")!r}).read()
 q1 = re.search(r'"q1": letter\\("(\\w)"\\)', text).group(1)
 """), QUIZ, quiz_name)
     course.release(A)

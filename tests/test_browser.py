@@ -34,7 +34,7 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, SOLUTIONS
 
-from autograder import edition, lab
+from autograder.students import edition, lab
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path, records
 
-from autograder.sandbox import BUBBLEWRAP, sandbox_status
+from autograder.kernel.sandbox import BUBBLEWRAP, sandbox_status
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 

@@ -19,8 +19,8 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
 
-from autograder import edition, launcher
 from autograder.course import assignments
+from autograder.students import edition, launcher
 
 ASSIGNMENTS = assignments()
 
@@ -47,7 +47,7 @@ def files(folder: Path) -> list[str]:
 def test_student_edition_holds_lessons_launcher_readme_and_requirements(student):
     expected = {".edition.json", ".gitignore", "README.md", "lessons/START-HERE.md", "lab.py",
                 "requirements.txt"}
-    expected |= {f"jupyter/{p}" for p in files(ROOT / "autograder" / "student_lab")}
+    expected |= {f"jupyter/{p}" for p in files(edition.LAB_CONFIG)}
     for assignment in ASSIGNMENTS:
         expected |= {f"lessons/{assignment}/{p}" for p in files(NOTEBOOKS / assignment)
                      if ".ipynb_checkpoints" not in p}
@@ -201,7 +201,8 @@ def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
 
 
 @pytest.mark.parametrize("name", ["solutions/value.ipynb", "refgrad/engine.py",
-                                  "nbgrader_config.py", "verdicts.py", "probe/runtime.py"])
+                                  "nbgrader_config.py", "verdicts/api.py",
+                                  "probe/runtime.py"])
 def test_a_planted_grader_file_is_found(student, secrets, tmp_path, name):
     import shutil
 

@@ -24,8 +24,8 @@ from bs4 import BeautifulSoup
 from helpers import ROOT, SOLUTIONS, SOURCE, VENV_BIN, ScratchCourse, notebook_path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from autograder import inert, sanitize
-from autograder.feedback import (
+from autograder.feedback import inert, sanitize
+from autograder.feedback.pages import (
     BEGIN,
     REMOVED_OUTPUT,
     HideGraderMaterial,
@@ -172,7 +172,7 @@ def trusted_scripts_only(soup) -> None:
 
 def assert_inert(page: str) -> None:
     """Nothing in ``page`` can run or load anything: checked independently of
-    autograder.inert, on the page as a whole."""
+    autograder.feedback.inert, on the page as a whole."""
     soup = BeautifulSoup(page, features="html.parser")
     trusted_scripts_only(soup)
     head = soup.head
@@ -187,7 +187,7 @@ def assert_inert(page: str) -> None:
                  "object", "embed", "applet", "param", "form", "button", "input", "select",
                  "textarea", "svg", "noscript", "template", "portal"):
         assert body.find(name) is None, name
-    from autograder.sanitize import MATHML as mathml
+    from autograder.feedback.sanitize import MATHML as mathml
     for math in body.find_all("math"):  # offline math: presentation MathML and nothing else
         assert {e.name for e in [math, *math.find_all(True)]} <= mathml, math
     for element in soup.find_all(True):
@@ -341,7 +341,7 @@ def test_the_linear_scans_find_what_the_regular_expressions_found():
     import html
     import random
 
-    from autograder import feedback
+    from autograder.feedback import pages as feedback
 
     tag = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*?(/?)>")
     material = re.compile(r"[^\s'\"]{0,300}/autograder-material/[0-9a-f]+")
@@ -376,7 +376,7 @@ def test_no_notebook_content_makes_rendering_fail():
 
 
 def test_the_preprocessor_never_fails_and_hides_grading_material():
-    common = ROOT / "autograder" / "hidden" / "common.py"
+    common = ROOT / "autograder" / "verdicts" / "hidden" / "common.py"
     quoted = new_markdown_cell("```\n" + common.read_text()[:2000] + "\n```")
     cell = new_code_cell("print(1)")
     cell.outputs = [new_output("stream", name="stdout", text=common.read_text()[:3000]),
@@ -416,7 +416,7 @@ def test_page_check_catches_hidden_tests_and_pages_not_made_inert():
 
 def test_page_check_passes_every_assignment_of_the_course():
     """Every test cell of every assignment is found in its page, none showing hidden tests."""
-    from autograder.feedback import _test_cells
+    from autograder.feedback.pages import _test_cells
 
     exp = exporter()
     for folder in sorted(p for p in SOURCE.iterdir() if p.is_dir() and p.name[0] != "."):

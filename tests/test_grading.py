@@ -11,16 +11,17 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, notebook_path
 
-from autograder import collect as col
-from autograder import commands, grading
+from autograder import commands
 from autograder.course import open_course
-from autograder.discovery import discover
-from autograder.display import Display, Outcome
 from autograder.errors import GraderError
-from autograder.limits import GiB, Limits, parse_size
+from autograder.grade import run as grading
+from autograder.grade.display import Display, Outcome
+from autograder.grade.notes import compose_notes, note_line
+from autograder.intake import collect as col
+from autograder.intake.discovery import discover
+from autograder.kernel.limits import GiB, Limits, parse_size
 from autograder.messages import Event, NotebookResult, Result
-from autograder.notes import compose_notes, note_line
-from autograder.submission import CellSpec, Expected, prepare, read_notebook
+from autograder.worker.submission import CellSpec, Expected, prepare, read_notebook
 
 A = "01_value"
 NB = notebook_path(SOURCE, A).name
@@ -136,7 +137,7 @@ def test_collect_files_lms_downloads_and_reports_every_file_it_did_not_place(tmp
 @pytest.fixture(scope="module")
 def expected() -> list[Expected]:
     """What the gradebook records for 01_value, built from the release notebook."""
-    from autograder.submission import _released_checksum
+    from autograder.worker.submission import _released_checksum
 
     nb = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
     cells = []
@@ -355,7 +356,7 @@ def test_display_without_a_terminal_prints_one_line_per_submission():
 def test_export_writes_grades_and_cells(tmp_path):
     from nbgrader.api import Gradebook
 
-    from autograder.gradebook import cache_alembic_version
+    from autograder.grade.gradebook import cache_alembic_version
 
     cache_alembic_version()
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
@@ -394,7 +395,7 @@ def test_export_writes_grades_and_cells(tmp_path):
 
 
 def commands_export(root: Path):
-    from autograder.export import export
+    from autograder.grade.export import export
 
     return export(root=root)
 
@@ -403,10 +404,10 @@ def commands_export(root: Path):
 
 
 def test_grader_source_is_recognised_and_student_code_is_not():
-    from autograder.feedback import quotes_grader
+    from autograder.feedback.pages import quotes_grader
 
     engine = (SOURCE / ".reference" / "refgrad" / "engine.py").read_text()
-    common = (ROOT / "autograder" / "hidden" / "common.py").read_text()
+    common = (ROOT / "autograder" / "verdicts" / "hidden" / "common.py").read_text()
     assert quotes_grader(engine) and quotes_grader(common)
     assert quotes_grader(common[len(common) // 2:][:800])
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
@@ -418,9 +419,9 @@ def test_grader_source_is_recognised_and_student_code_is_not():
 def test_feedback_preprocessor_hides_tests_tracebacks_and_paths():
     from nbformat.v4 import new_code_cell, new_output
 
-    from autograder.feedback import REMOVED_OUTPUT, HideGraderMaterial
+    from autograder.feedback.pages import REMOVED_OUTPUT, HideGraderMaterial
 
-    common = ROOT / "autograder" / "hidden" / "common.py"
+    common = ROOT / "autograder" / "verdicts" / "hidden" / "common.py"
     cell = new_code_cell('check(1)\n### BEGIN HIDDEN TESTS\nload_grader("x").y()\n'
                          "### END HIDDEN TESTS\nprint(2)")
     cell.outputs = [

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from helpers import NOTEBOOKS, SOLUTIONS, notebook_path
 
-from autograder import plugins
 from autograder.course import ROOT, open_course
-from autograder.limits import TASK_MARKER, GiB, Limits, kernel_command
-from autograder.material import material_files, pack, shared_files, template_path
+from autograder.kernel.limits import TASK_MARKER, GiB, Limits, kernel_command
 from autograder.messages import Progress, write_files
-from autograder.submission import MAX_NOTEBOOK_BYTES, submitted_files
+from autograder.worker import plugins
+from autograder.worker.material import material_files, pack, shared_files, template_path
+from autograder.worker.submission import MAX_NOTEBOOK_BYTES, submitted_files
 
 A = "01_value"
 
@@ -33,8 +33,9 @@ def material(tmp_path_factory):
 def test_the_material_holds_what_a_worker_needs_and_nothing_of_other_assignments(material):
     names = set(material)
     assert "nbgrader_config.py" in names
-    for rel in ("autograder/worker.py", "autograder/probe/runtime.py", "autograder/verdicts.py",
-                f"autograder/hidden/{A}.py",
+    for rel in ("autograder/worker/task.py", "autograder/verdicts/probe/runtime.py",
+                "autograder/verdicts/api.py",
+                f"autograder/verdicts/hidden/{A}.py",
                 "source/.reference/refgrad/__init__.py", "source/.shared/coursekit.py",
                 f"source/{A}/{notebook_path(SOLUTIONS, A).name}",
                 f"source/{A}/coursekit.py", template_path(A)):
@@ -51,9 +52,9 @@ def test_every_material_of_a_run_carries_the_grader_read_at_its_start(tmp_path):
     template = tmp_path / "template.db"
     template.write_bytes(b"a template gradebook")
     shared = shared_files()
-    shared["autograder/verdicts.py"] = b"# the grader as it was when the run started\n"
+    shared["autograder/verdicts/api.py"] = b"# the grader as it was when the run started\n"
     files = material_files(open_course(), A, template, shared)
-    assert files["autograder/verdicts.py"] == shared["autograder/verdicts.py"]
+    assert files["autograder/verdicts/api.py"] == shared["autograder/verdicts/api.py"]
     assert set(shared) <= set(files)
 
 
@@ -87,7 +88,7 @@ def test_a_task_refuses_to_run_without_its_material(tmp_path):
 
 
 def test_a_submission_travels_as_the_bytes_prepare_reads(tmp_path):
-    from autograder.submission import prepare
+    from autograder.worker.submission import prepare
 
     folder = tmp_path / "submitted"
     (folder / "data").mkdir(parents=True)
@@ -107,7 +108,7 @@ def test_a_submission_travels_as_the_bytes_prepare_reads(tmp_path):
     assert (copy / "data" / "points.csv").stat().st_size == 4000
     assert (copy / "value.ipynb").read_bytes() == solution
 
-    from autograder.submission import Expected
+    from autograder.worker.submission import Expected
 
     expected = [Expected("value", [])]
     here, there = prepare(folder, expected, {}, set()), prepare(copy, expected, {}, set())
@@ -145,11 +146,11 @@ def test_the_task_function_travels_by_value():
     imported from the grader."""
     import cloudpickle
 
-    from autograder.material import send_by_value
+    from autograder.worker.material import send_by_value
 
     send_by_value()
     blob = cloudpickle.dumps(plugins.task_function())
-    assert b"autograder.worker" not in blob
+    assert b"autograder.worker.task" not in blob
     code = f"import pickle, sys; f = pickle.loads({blob!r}); print(f.__name__)"
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                          cwd=Path("/"))
@@ -161,7 +162,7 @@ def test_a_run_past_its_deadline_has_its_kernel_killed_and_the_cell_is_known(tmp
     from types import SimpleNamespace
 
     from autograder.messages import Job
-    from autograder.worker import Monitor
+    from autograder.worker.task import Monitor
 
     events = []
     worker = SimpleNamespace(address="tcp://127.0.0.1:1",

@@ -180,8 +180,8 @@ except OSError:
     put("planted_fakes", patched(bug, "import sys, types\n"
                                  "sys.modules['refgrad'] = types.ModuleType('refgrad')"),
         {"refgrad/__init__.py": fake, "refgrad/engine.py": fake, "coursekit.py": fake,
-         "autograder/__init__.py": "", "autograder/hidden/__init__.py": "",
-         "autograder/hidden/01_value.py": fake, "kernel_startup.py": fake})
+         "autograder/__init__.py": "", "autograder/verdicts/hidden/__init__.py": "",
+         "autograder/verdicts/hidden/01_value.py": fake, "kernel_startup.py": fake})
     put("monkeypatched", patched(bug, """import builtins, math, coursekit
 builtins.abs = lambda x: 0.0
 math.isnan = lambda x: True
@@ -329,14 +329,14 @@ def test_student_ids_with_spaces_and_accents(graded):
 
 def test_planted_modules_and_monkeypatching_earn_nothing(graded):
     assert score(graded, "planted_fakes") == score(graded, "bug")
-    assert "autograder/hidden/01_value.py" in note(graded, "planted_fakes")
+    assert "autograder/verdicts/hidden/01_value.py" in note(graded, "planted_fakes")
     assert score(graded, "monkeypatched") == score(graded, "bug")
     assert "flagged for review" in note(graded, "monkeypatched")
     assert score(graded, "patches_during_test") <= score(graded, "bug")
 
 
 def test_feedback_never_shows_grading_material(graded):
-    from autograder.feedback import fingerprints, quotes_grader
+    from autograder.feedback.pages import fingerprints, quotes_grader
 
     root = graded["root"]
     proc = run(root, "feedback", check_codes=(0,))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, SOLUTIONS, notebook_path
 
-from autograder import collect as col
+from autograder.intake import collect as col
 
 A = "01_value"
 NB = notebook_path(SOLUTIONS, A).name
@@ -269,7 +269,7 @@ def peak_mib():
 resource.setrlimit(resource.RLIMIT_AS, ({1 << 30}, {1 << 30}))
 resource.setrlimit(resource.RLIMIT_FSIZE, ({128 * MiB}, {128 * MiB}))
 sys.path.insert(0, {str(ROOT)!r})
-from autograder.collect import collect
+from autograder.intake.collect import collect
 r = collect({A!r}, [{str(download)!r}], pattern="canvas", root={str(tmp_path / "course")!r})
 print(peak_mib())
 for name, why in r.not_placed:
@@ -442,7 +442,7 @@ def test_one_student_in_a_download_and_a_folder_is_not_ambiguous(tmp_path):
     ("0.25", "0.25"), ("-3e2", "-3e2"), ("alice", "alice"), ("", ""),
 ])
 def test_spreadsheet_cells_are_never_formulas(text, cell):
-    from autograder.spreadsheet import safe_cell
+    from autograder.grade.spreadsheet import safe_cell
 
     assert safe_cell(text) == cell
 
@@ -451,8 +451,8 @@ def test_spreadsheet_cells_are_never_formulas(text, cell):
 def test_export_neutralises_formula_ids_and_notes(tmp_path):
     from nbgrader.api import Gradebook
 
-    from autograder.export import export
-    from autograder.gradebook import cache_alembic_version
+    from autograder.grade.export import export
+    from autograder.grade.gradebook import cache_alembic_version
 
     cache_alembic_version()
     ids = ["=2+5", "+cmd", "@SUM(A1)", "-2+3", "alice"]
@@ -482,7 +482,7 @@ def test_export_neutralises_formula_ids_and_notes(tmp_path):
 def test_every_csv_the_grader_writes_goes_through_the_one_helper():
     writers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py")
                if re.search(r"csv\.(writer|DictWriter)\b", p.read_text())]
-    assert writers == ["autograder/spreadsheet.py"]
+    assert writers == ["autograder/grade/spreadsheet.py"]
 
 
 def test_ids_with_invisible_or_control_characters_are_refused():

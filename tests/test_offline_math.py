@@ -1,5 +1,5 @@
 """Math in feedback pages (and the formgrader) without a network: LaTeX in markdown cells
-becomes MathML, and the pages load no MathJax (autograder/offline_math.py)."""
+becomes MathML, and the pages load no MathJax (autograder/feedback/offline_math.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, ScratchCourse, read
 from traitlets.config import Config
 
-from autograder import offline_math
 from autograder.course import assignments
+from autograder.feedback import offline_math
 
 FORMULA = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$[^$\n]+\$", re.S)
 MATHJAX_SCRIPT = re.compile(r"<script[^>]+(mathjax|MathJax)[^>]*>")
@@ -55,7 +55,7 @@ def test_the_course_config_sets_up_offline_math():
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    assert config.HTMLExporter.preprocessors == ["autograder.offline_math.MathToMathML"]
+    assert config.HTMLExporter.preprocessors == ["autograder.feedback.offline_math.MathToMathML"]
     assert config.HTMLExporter.extra_template_basedirs[0] == offline_math.TEMPLATES
 
 

@@ -30,7 +30,7 @@ def test_reference_engine_is_not_an_nbgrader_assignment():
 
 
 def test_generated_folders_are_up_to_date():
-    from autograder.generate import check_generated
+    from autograder.content.generate import check_generated
 
     problems = check_generated()
     assert problems == [], "\n".join(problems) + "\nrun: make generate"

@@ -7,7 +7,7 @@ import json
 import nbformat
 from helpers import SOLUTIONS, grade_id, is_test_cell, notebook_path
 
-from autograder.execute import GuardedExecute
+from autograder.preprocessors.execute import GuardedExecute
 
 A = "01_value"
 # Names the probe defines for itself; a student may well use them for their own helpers.

@@ -46,12 +46,12 @@ def graders():
     """Each quiz's hidden-answer module, by assignment."""
     import importlib
 
-    return {a: importlib.import_module(f"autograder.hidden.{a}") for a in QUIZ}
+    return {a: importlib.import_module(f"autograder.verdicts.hidden.{a}") for a in QUIZ}
 
 
 @pytest.fixture(scope="module")
 def kit():
-    from autograder.selfcheck import load_coursekit
+    from autograder.students.selfcheck import load_coursekit
 
     return load_coursekit()
 

@@ -1,4 +1,4 @@
-"""Flags for review (autograder/review.py): what they catch, and no flag for honest work.
+"""Flags for review (autograder/grade/review/): what they catch, and no flag for honest work.
 
 (tests/test_feedback.py checks, end to end, that a flag reaches the record, the class table
 and grades.csv without changing the score or the exit code.)"""
@@ -12,9 +12,9 @@ from helpers import NOTEBOOKS, SOLUTIONS, SOURCE, notebook_path
 from nbformat.v4 import new_code_cell
 
 from autograder import demo
-from autograder.review import flag_code, flag_notebook, flag_submission, given_code
-from autograder.review_rules import ENGINE, GRADER, HIDDEN, KERNEL, PROCESS
-from autograder.review_rules import INTROSPECTION as INTRO
+from autograder.grade.review.flags import flag_code, flag_notebook, flag_submission, given_code
+from autograder.grade.review.rules import ENGINE, GRADER, HIDDEN, KERNEL, PROCESS
+from autograder.grade.review.rules import INTROSPECTION as INTRO
 
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir()
                      and any(p.glob("*.ipynb")))
@@ -43,7 +43,7 @@ def test_honest_work_is_never_flagged(assignment, tmp_path):
     ("import jax.numpy as jnp", [f"imports jax.numpy: {ENGINE}"]),
     ("import refgrad", [f"imports refgrad: {GRADER}"]),
     ("from refgrad.nn import MLP", [f"imports refgrad.nn: {GRADER}"]),
-    ("import autograder.hidden", [f"imports autograder.hidden: {GRADER}"]),
+    ("import autograder.verdicts.hidden", [f"imports autograder.verdicts.hidden: {GRADER}"]),
     ("import gc\nobjects = gc.get_objects()", [f"calls gc.get_objects: {INTRO}"]),
     ("from gc import get_referrers as refs\nrefs(x)",
      [f"imports gc.get_referrers: {INTRO}", f"calls gc.get_referrers: {INTRO}"]),

@@ -14,8 +14,8 @@ import pytest
 from helpers import ROOT, SOLUTIONS, SOURCE, notebook_path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.review import flag_code, flag_notebook, flag_submission
-from autograder.review_rules import ENGINE, GRADER, HIDDEN, INTROSPECTION, KERNEL, PROCESS
+from autograder.grade.review.flags import flag_code, flag_notebook, flag_submission
+from autograder.grade.review.rules import ENGINE, GRADER, HIDDEN, INTROSPECTION, KERNEL, PROCESS
 
 A = "01_value"
 
@@ -163,7 +163,7 @@ HIDDEN_CODE = [
 ]
 GRADER_CODE = [
     "import refgrad",
-    "from autograder.hidden import common",
+    "from autograder.verdicts.hidden import common",
     "text = open('source/.reference/refgrad/engine.py').read()",
     "load_grader('01_value')",
     "import nbgrader",
@@ -318,26 +318,29 @@ def run_for(code: str, timeout: float = 60) -> float:
 
 # Seconds each input took before the fix (2 cores, Python 3.11), and the bound now: every
 # input is 100 kB or more; a linear scan reads it in well under a second.
+FLAG = "from autograder.grade.review.flags import flag_code as f\n"
+
+
 @pytest.mark.parametrize("setup", [
     # review.py's MAGIC_LINE on a line of spaces, cubic: 1,600 spaces 3.9 s, 100 kB ~ days
-    "from autograder.review import flag_code as f\narg = ' ' * 100_000 + 'x'",
+    FLAG + "arg = ' ' * 100_000 + 'x'",
     # review.py's DOTTED on a cell that does not parse, quadratic: 16 kB 2.8 s, 100 kB ~110 s
-    "from autograder.review import flag_code as f\narg = '(' + 'a' * 100_000",
+    FLAG + "arg = '(' + 'a' * 100_000",
     # IPython's own transformer, quadratic in magics: 1,000 magic lines 10 s
-    "from autograder.review import flag_code as f\narg = '%time x\\n' * 20_000",
-    "from autograder.review import flag_code as f\narg = 'x = ' + ' + '.join(['\"a\"'] * 20_000)",
-    "from autograder.review import flag_code as f\narg = 'x = y' + '.a' * 50_000",
-    "from autograder.review import flag_code as f\narg = 'exec(' * 90 + ')' * 90",
-    "from autograder.review import flag_code as f\narg = '\"\"\"' * 30_000 + \"'\" * 30_000",
-    "from autograder.review import flag_code as f\narg = '  \\n' * 50_000 + '%%bash'",
-    "from autograder.review import flag_code as f\narg = 'import os\\n' + 'os.kill(1)\\n' * 9000",
+    FLAG + "arg = '%time x\\n' * 20_000",
+    FLAG + "arg = 'x = ' + ' + '.join(['\"a\"'] * 20_000)",
+    FLAG + "arg = 'x = y' + '.a' * 50_000",
+    FLAG + "arg = 'exec(' * 90 + ')' * 90",
+    FLAG + "arg = '\"\"\"' * 30_000 + \"'\" * 30_000",
+    FLAG + "arg = '  \\n' * 50_000 + '%%bash'",
+    FLAG + "arg = 'import os\\n' + 'os.kill(1)\\n' * 9000",
     # sanitize.py's TAG in _depth, quadratic: 16 kB 1.9 s, 100 kB ~73 s, 2 MB ~8 h
-    "from autograder.sanitize import clean_html as f\narg = '<a' * 50_000",
-    "from autograder.sanitize import clean_html as f\narg = '<div ' + 'a' * 100_000",
+    "from autograder.feedback.sanitize import clean_html as f\narg = '<a' * 50_000",
+    "from autograder.feedback.sanitize import clean_html as f\narg = '<div ' + 'a' * 100_000",
     # feedback.py's tag stripper, quadratic: 16 kB 0.18 s, 100 kB 7 s, 1 MB ~12 min
-    "from autograder.feedback import _html_text as f\narg = '<' * 1_000_000",
+    "from autograder.feedback.pages import _html_text as f\narg = '<' * 1_000_000",
     # feedback.py's MATERIAL_PATH, 300 steps a character: 1 MB 3.2 s
-    "from autograder.feedback import blank_paths as f\n"
+    "from autograder.feedback.pages import blank_paths as f\n"
     "arg = '/autograder-material/ ' + 'a' * 1_000_000",
 ])
 def test_every_text_scan_is_linear(setup):

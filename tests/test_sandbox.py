@@ -1,4 +1,4 @@
-"""Grading kernels under bubblewrap (autograder/sandbox.py).
+"""Grading kernels under bubblewrap (autograder/kernel/sandbox.py).
 
 With nbclient directly: what a sandboxed kernel can see, write, reach and kill, that it
 leaves nothing behind, that the limits still hold, and that numpy, matplotlib and Graphviz
@@ -39,8 +39,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
 
-from autograder import bwrap, cgroups, sandbox
-from autograder.sandbox import SandboxedKernelManager, sandbox_status
+from autograder.kernel import bwrap, cgroups, sandbox
+from autograder.kernel.sandbox import SandboxedKernelManager, sandbox_status
 
 STATUS = sandbox_status()
 needs_bwrap = pytest.mark.skipif(STATUS.level != sandbox.BUBBLEWRAP,
@@ -365,7 +365,7 @@ def test_a_sandboxed_kernel_cannot_leave_its_cpu_group(folder):
 
 @needs_bwrap
 def test_a_kernel_that_ignores_interrupts_is_killed_with_everything_it_started(folder):
-    from autograder.execute import RUNS, GuardedExecute
+    from autograder.preprocessors.execute import RUNS, GuardedExecute
 
     token = uuid.uuid4().hex
     nb = notebook(f"""
@@ -399,7 +399,7 @@ LIMITED = """
 import json, resource, sys
 from nbclient import NotebookClient
 import nbformat
-from autograder.sandbox import SandboxedKernelManager
+from autograder.kernel.sandbox import SandboxedKernelManager
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY))
 resource.setrlimit(resource.RLIMIT_FSIZE, (50 << 20, resource.RLIM_INFINITY))
 nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sys.argv[2:]],
@@ -564,10 +564,10 @@ def attacks(course: Path, token: str) -> dict[str, str]:
         "reads_course": f"""
             import os
             print("FOUND", os.path.exists({c!r}), sum(len(f) for _, _, f in os.walk({c!r})))
-            print(open({c!r} + "/autograder/hidden/quiz.py").read())
+            print(open({c!r} + "/autograder/verdicts/hidden/quiz.py").read())
             """,
         "writes_course": f"""
-            for path in ["/autograder/hidden/quiz.py", "/source/{A}/coursekit.py",
+            for path in ["/autograder/verdicts/hidden/quiz.py", "/source/{A}/coursekit.py",
                          "/nbgrader_config.py", "/submitted/victim/{A}/value.ipynb",
                          "/autograded/victim/{A}/.autograder.json", "/gradebook.db"]:
                 try:

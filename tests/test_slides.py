@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from helpers import SOLUTIONS
 
-from autograder import slides
+from autograder.content import slides
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -26,8 +26,8 @@ import psutil
 import pytest
 from helpers import ROOT, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path, records
 
-from autograder import cgroups, output_cap, sandbox
-from autograder.limits import Limits
+from autograder.kernel import cgroups, output_cap, sandbox
+from autograder.kernel.limits import Limits
 
 MiB = 1024**2
 CPU = cgroups.cpu_status()
@@ -38,7 +38,7 @@ RUNNER = """
 import json, sys, time
 import nbformat
 from traitlets.config import Config
-from autograder.execute import RUNS, GuardedExecute
+from autograder.preprocessors.execute import RUNS, GuardedExecute
 spec = json.loads(sys.argv[1])
 nb = nbformat.v4.new_notebook(
     cells=[nbformat.v4.new_code_cell(s) for s in spec["cells"]],
@@ -313,7 +313,7 @@ def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_i
 
 @needs_cgroups
 def test_a_kernels_group_has_its_cpu_share_and_counts_its_cpu():
-    from autograder.sandbox import LimitedKernelManager
+    from autograder.kernel.sandbox import LimitedKernelManager
 
     km = LimitedKernelManager(limits=Limits(cpus=0.5).as_dict())
     km.limited(["true"])
@@ -452,7 +452,7 @@ def test_cgroup_v2_groups_go_where_the_cpu_controller_is_delegated(tmp_path, mon
 
 @pytest.mark.slow
 def test_local_workers_have_a_memory_bound(tmp_path):
-    from autograder.cluster import WORKER_MEMORY, Cluster
+    from autograder.grade.cluster import WORKER_MEMORY, Cluster
 
     cluster = Cluster(None, 1, tmp_path, f"test-{uuid.uuid4().hex}")
     cluster.start()

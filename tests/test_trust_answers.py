@@ -32,9 +32,10 @@ from helpers import (
     run_cells,
 )
 
-from autograder import answers, verdicts
-from autograder.execute import RUNS, GuardedExecute
-from autograder.probe import runtime
+from autograder.preprocessors.execute import RUNS, GuardedExecute
+from autograder.verdicts import answers
+from autograder.verdicts import api as verdicts
+from autograder.verdicts.probe import runtime
 
 A, B = "01_value", "02_backward"
 
@@ -171,11 +172,11 @@ def test_every_given_is_graded_by_a_test_of_its_assignment():
     import importlib
 
     for name in ("01_value", "02_backward", "03_activations", "05_mlp"):
-        module = importlib.import_module(f"autograder.hidden.{name}")
+        module = importlib.import_module(f"autograder.verdicts.hidden.{name}")
         given = {g.target for g in _givens(module)}
         if name == "02_backward":
             given |= {g.target for g in _givens(importlib.import_module(
-                "autograder.hidden.backward_givens"))}
+                "autograder.verdicts.hidden.backward_givens"))}
         claimed = {t for targets in module.EXERCISES.values() for t in targets}
         assert given <= claimed, (name, given - claimed)
         assert set(module.EXERCISES) <= set(module.TESTS)

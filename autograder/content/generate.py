@@ -1,0 +1,149 @@
+"""Rebuild ``notebooks/`` and ``solutions/`` from ``source/`` (``python -m autograder generate``).
+
+- ``notebooks/<assignment>/``: nbgrader's own ``generate_assignment`` (solutions become
+  stubs, hidden tests disappear, outputs are cleared), run against a throwaway gradebook.
+- ``solutions/<assignment>/``: the instructor notebook with nbgrader's ``ClearHiddenTests``
+  applied and the solution markers dropped, executed with nbclient so that plots and graph
+  drawings are saved in it.
+
+Both carry ``metadata.course.source_digest``, a hash of the assignment's source folder,
+so ``check_generated`` (and a test) can tell when either folder is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from ..course import NOTEBOOKS, SOLUTIONS, SOURCE, assignments, nbgrader_api
+
+GENERATOR_VERSION = "1"  # bump to force every generated notebook to count as stale
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+class GenerateError(RuntimeError):
+    pass
+
+
+def source_digest(assignment: str, source: Path = SOURCE) -> str:
+    """A hash of everything in the assignment's source folder (links followed)."""
+    h = hashlib.sha256(GENERATOR_VERSION.encode())
+    folder = source / assignment
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts or ".ipynb_checkpoints" in path.parts:
+            continue
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _stamp(path: Path, digest: str) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["course"] = {"source_digest": digest}
+    nbformat.write(nb, path)
+
+
+def release(assignment: str, dest_root: Path = NOTEBOOKS) -> Path:
+    """Student version via nbgrader generate_assignment into ``dest_root/<assignment>``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        api = nbgrader_api(release_directory=str(dest_root), db_url=f"sqlite:///{tmp}/gradebook.db")
+        result = api.generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        raise GenerateError(f"nbgrader generate_assignment {assignment} failed:\n{result['log']}")
+    digest = source_digest(assignment)
+    for path in sorted((dest_root / assignment).glob("*.ipynb")):
+        _stamp(path, digest)
+    return dest_root / assignment
+
+
+def solution_notebook(source_nb: Path) -> nbformat.NotebookNode:
+    """The instructor notebook without hidden tests, solution markers or outputs."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    nb = nbformat.read(source_nb, as_version=4)
+    nb, _ = ClearHiddenTests().preprocess(nb, {})
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            lines = cell.source.splitlines()
+            cell.source = "\n".join(ln for ln in lines if ln.strip() not in MARKERS).rstrip()
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata["course"] = {"source_digest": source_digest(source_nb.parent.name)}
+    return nb
+
+
+def solve(assignment: str, dest_root: Path = SOLUTIONS, timeout: int = 120) -> Path:
+    """Solved, executed notebooks (with the assignment's other files) in dest_root."""
+    from nbclient import NotebookClient
+
+    src = SOURCE / assignment
+    out = dest_root / assignment
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for path in src.iterdir():
+        if path.is_file() and path.suffix != ".ipynb":
+            shutil.copy(path, out / path.name)  # follows the coursekit.py link
+    for source_nb in sorted(src.glob("*.ipynb")):
+        nb = solution_notebook(source_nb)
+        client = NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(out)}}
+        )
+        try:  # with coursekit.self_check() turned off: it would run every notebook
+            client.execute(env=dict(os.environ, COURSEKIT_NO_SELF_CHECK="1"))
+        except Exception as exc:
+            raise GenerateError(f"{source_nb.relative_to(SOURCE.parent)} failed:\n{exc}") from exc
+        nbformat.write(nb, out / source_nb.name)
+    return out
+
+
+def generate(selected: list[str] | None = None, solutions: bool = True) -> None:
+    for assignment in selected or assignments():
+        print(f"{assignment}: student version -> {release(assignment).relative_to(SOURCE.parent)}")
+        if solutions:
+            print(f"{assignment}: solutions -> {solve(assignment).relative_to(SOURCE.parent)}")
+
+
+def check_generated(selected: list[str] | None = None) -> list[str]:
+    """Why notebooks/ or solutions/ is out of date with source/ (an empty list if not)."""
+    problems: list[str] = []
+    wanted = selected or assignments()
+    for folder in (NOTEBOOKS, SOLUTIONS):
+        extra = sorted(set(assignments(folder) if folder.exists() else []) - set(assignments()))
+        problems += [f"{folder.name}/{name} has no source/{name}" for name in extra]
+    for assignment in wanted:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = release(assignment, Path(tmp))
+            problems += _compare_folders(fresh, NOTEBOOKS / assignment)
+        digest = source_digest(assignment)
+        for source_nb in sorted((SOURCE / assignment).glob("*.ipynb")):
+            rel = f"solutions/{assignment}/{source_nb.name}"
+            solved = SOLUTIONS / assignment / source_nb.name
+            if not solved.exists():
+                problems.append(f"{rel} is missing")
+                continue
+            nb = nbformat.read(solved, as_version=4)
+            if nb.metadata.get("course", {}).get("source_digest") != digest:
+                problems.append(f"{rel} was made from an older source/{assignment}")
+            expected = [c.source for c in solution_notebook(source_nb).cells]
+            if [c.source for c in nb.cells] != expected:
+                problems.append(f"{rel}: cell sources differ from source/{assignment}")
+    return problems
+
+
+def _compare_folders(fresh: Path, committed: Path) -> list[str]:
+    rel = f"notebooks/{committed.name}"
+    if not committed.exists():
+        return [f"{rel} is missing"]
+    names = {p.name for p in fresh.iterdir()}
+    have = {p.name for p in committed.iterdir() if p.name != ".ipynb_checkpoints"}
+    problems = [f"{rel}/{n} is missing" for n in sorted(names - have)]
+    problems += [f"{rel}/{n} is not in the release" for n in sorted(have - names)]
+    for name in sorted(names & have):
+        if (fresh / name).read_bytes() != (committed / name).read_bytes():
+            problems.append(f"{rel}/{name} differs from a fresh nbgrader release")
+    return problems

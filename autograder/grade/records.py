@@ -1,0 +1,104 @@
+"""What ``grade`` keeps per submission: the autograded folder and its record.
+
+A submission is graded again only when ``folder_digest`` of what was submitted or
+``grader_digest`` of the assignment's grading material differs from its record
+(``autograded/<student>/<assignment>/.autograder.json``). ``install`` swaps a new
+autograded folder and its record in at once; ``clean_leftovers`` removes what a killed
+run left half-installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from ..course import RECORD, SOURCE, Course
+from .notes import Notes
+
+GRADER_VERSION = "1"  # bump to grade every submission again
+
+
+def folder_digest(folder: Path) -> str:
+    """A hash of a folder's files and links (checkpoints and caches left out)."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if ".ipynb_checkpoints" in rel.parts or "__pycache__" in rel.parts:
+            continue
+        if path.is_symlink():
+            h.update(b"L" + str(rel).encode() + b"\0" + os.readlink(path).encode() + b"\0")
+        elif path.is_file():
+            h.update(b"F" + str(rel).encode() + b"\0")
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def grader_digest(assignment: str, source: Path) -> str:
+    """A hash of the assignment's source and of everything that grades it."""
+    from ..content.generate import source_digest
+
+    h = hashlib.sha256(f"{GRADER_VERSION}\0{source_digest(assignment, source)}".encode())
+    here = Path(__file__).resolve().parents[1]
+    for path in sorted([here / "verdicts" / "api.py", here / "preprocessors" / "execute.py",
+                        *(here / "verdicts" / "probe").glob("*.py"),
+                        *(here / "verdicts" / "hidden").glob("*.py"),
+                        *(SOURCE / ".reference").rglob("*.py")]):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def install(course: Course, student: str, assignment: str, autograded: Path | None,
+            notes: Notes, record: dict) -> None:
+    """Swap the new autograded folder (with a note cell on top of notebooks that have
+    notes, and the record) in place of the old one."""
+    import nbformat
+
+    parent = course.autograded / student
+    parent.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    staging = parent / f".{assignment}.new-{tag}"
+    if autograded is not None and autograded.is_dir():
+        shutil.copytree(autograded, staging)
+    else:
+        staging.mkdir()
+    for name, items in notes.items():
+        path = staging / f"{name}.ipynb"
+        texts = [t for t, _ in items] + [t for t, _ in notes.get("", [])]
+        if not name or not texts or not path.exists():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        lines = "\n".join(f"- {t}" for t in dict.fromkeys(texts))
+        cell = nbformat.v4.new_markdown_cell(f"**Autograder notes**\n\n{lines}")
+        cell.metadata["autograder"] = {"note": True}
+        nb.cells.insert(0, cell)
+        mode = path.stat().st_mode
+        path.unlink()
+        nbformat.write(nb, path)
+        os.chmod(path, mode & 0o777)
+    (staging / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    dest = parent / assignment
+    old = parent / f".{assignment}.old-{tag}"
+    if dest.exists():
+        dest.rename(old)
+    staging.rename(dest)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def clean_leftovers(course: Course) -> None:
+    """Remove half-installed folders left by a grade run that was killed."""
+    if not course.autograded.is_dir():
+        return
+    for parent in course.autograded.iterdir():
+        if not parent.is_dir():
+            continue
+        for entry in parent.iterdir():
+            if entry.name.startswith(".") and (".new-" in entry.name or ".old-" in entry.name):
+                shutil.rmtree(entry, ignore_errors=True)

@@ -1,0 +1,334 @@
+"""``python -m autograder grade``: autograde every pending submission into nbgrader's gradebook.
+
+How it works (docs/grading.md has the instructor's view):
+
+1. ``discovery`` lists what was submitted. A submission is pending unless its record
+   (``records``) says it was graded from exactly these files with exactly this version
+   of the assignment and grader, and the gradebook still holds those scores.
+2. For each assignment, ``gradebook.sync_assignment`` records the cells in a private
+   *template* gradebook (and in the course gradebook when that one is missing or out of
+   date) the first time a job needs it.
+3. The assignment's grading material (``material``: the grader, the source folder, the
+   template gradebook) goes to every Dask worker once, and each pending submission's
+   files go, as bytes, in a ``Job`` to a task (``dispatch``) on the ``cluster``: a local
+   cluster of process workers, the machine's cores by default, or an existing cluster
+   with ``--scheduler``. The task (``worker``) grades against its own copy of the template
+   gradebook, under the ``limits``; a notebook whose kernel died or hung is run again
+   with that cell skipped, so what can be graded is graded. It returns the autograded
+   notebooks, events and notes as data.
+4. This process alone writes the course gradebook (``gradebook.merge``: nbgrader's own
+   ``SaveAutoGrades`` and ``AssignLatePenalties``), then swaps in the autograded folder
+   and its record (``records.install``) with the ``notes``, as each result arrives.
+   Killed at any point, a re-run redoes what was not finished and nothing else;
+   re-running when nothing changed changes nothing.
+
+Every submission ends with a score (zero for what could not run) and a one-line note.
+Exit codes (``errors.ExitCode``): 0 all graded, 1 graded but some submissions (or files)
+had problems, 2 the grader itself failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+# jsonschema (under nbformat) imports rfc3987_syntax when present, which builds a parser
+# for seconds at every start. The IRI format check it provides is never used by nbformat.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from ..course import Course, open_course  # noqa: E402
+from ..errors import ExitCode, GraderError  # noqa: E402
+from ..intake.discovery import Submission, discover  # noqa: E402
+from ..kernel import limits as oslimits  # noqa: E402
+from ..kernel.sandbox import check_for_grading  # noqa: E402
+from ..messages import Job, Result, write_files  # noqa: E402
+from ..worker.material import Material, material_files, pack, shared_files  # noqa: E402
+from ..worker.submission import submitted_files  # noqa: E402
+from .cluster import Cluster, run_token  # noqa: E402
+from .dispatch import Dispatcher, Task  # noqa: E402
+from .display import Display, Outcome  # noqa: E402
+from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
+from .notes import compose_notes, has_problem, kernel_flags, note_line  # noqa: E402
+from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
+from .review.flags import flag_submission, review_note  # noqa: E402
+
+
+@dataclass
+class GradeReport:
+    """What a ``grade`` run did: an outcome per submission, problems with what was
+    submitted, and failures of the grader itself."""
+
+    outcomes: list[Outcome]
+    problems: list[str]
+    failures: list[str]
+    graded: int
+    unchanged: int
+    seconds: float
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.failures:
+            return ExitCode.FAILED
+        if self.problems or any(o.problem for o in self.outcomes):
+            return ExitCode.PROBLEMS
+        return ExitCode.OK
+
+
+class ClassGrading:
+    """One run's grading side: it makes each assignment's material and each job, and takes
+    each result into the gradebook and the autograded folder."""
+
+    def __init__(self, course: Course, limits: oslimits.Limits, work: Path, display: Display):
+        self.course = course
+        self.limits = limits
+        self.work = work
+        self.display = display
+        self.materials: dict[str, Material] = {}
+        self.outcomes: list[Outcome] = []
+        self.failures: list[str] = []
+        self.finished: set[tuple[str, str]] = set()
+        self.owners = _owners(course)
+        self.released = {a: sorted(p.name for p in (course.source / a).iterdir())
+                         for a in course.assignments()}
+        self.shared = shared_files()  # one version of the grader for the whole run
+
+    def notebooks(self, assignment: str) -> int:
+        return sum(1 for n in self.released.get(assignment, []) if n.endswith(".ipynb"))
+
+    def prepare(self, assignment: str) -> Material:
+        """The assignment's grading material, with its template gradebook (made, and the
+        course gradebook updated, the first time it is needed, so that it overlaps with
+        grading other assignments)."""
+        if assignment not in self.materials:
+            template = sync_assignment(self.course, assignment, self.work)
+            files = material_files(self.course, assignment, template, self.shared)
+            self.materials[assignment] = pack(assignment, files)
+        return self.materials[assignment]
+
+    def job(self, task: Task, job_id: int) -> Job:
+        sub = task.sub
+        return Job(
+            id=job_id, student=sub.student, assignment=sub.assignment,
+            course_id=self.course.course_id, material=self.prepare(sub.assignment).digest,
+            files=submitted_files(sub.folder), limits=self.limits,
+            skip={k: list(v) for k, v in task.skip.items()}, history=list(task.history),
+            attempt=task.attempt, careful=task.careful, owners=self.owners,
+            released=self.released.get(sub.assignment, []), seed=task.seed,
+        )
+
+    def finish(self, task: Task, result: Result, failure: str | None) -> None:
+        """Merge ``result`` into the gradebook and install it (unless it is not to be
+        recorded); ``failure`` is a failure of the grader to report. Once per submission."""
+        sub = task.sub
+        if (sub.student, sub.assignment) in self.finished:
+            return
+        self.finished.add((sub.student, sub.assignment))
+        if failure:
+            self.failures.append(failure)
+        folder = None
+        if result.autograded:
+            folder = self.work / "results" / f"{task.job:05d}"
+            write_files(result.autograded, folder)
+        try:
+            self._finish(task, result, folder)
+        finally:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _finish(self, task: Task, result: Result, autograded: Path | None) -> None:
+        sub = task.sub
+        graded = result.graded
+        notes = compose_notes(result, result.history, self.limits, autograded)
+        try:
+            totals = merge(self.course, sub.student, sub.assignment, sub.folder, autograded,
+                           graded)
+        except Exception as exc:  # the gradebook could not be written: a grader failure
+            self.failures.append(f"{task.label}: could not write the gradebook: "
+                                 f"{type(exc).__name__}: {exc}")
+            self._outcome(Outcome(sub.student, sub.assignment, problem=True, status="failed",
+                                  note="not recorded: the gradebook could not be written"))
+            return
+        line = note_line(notes, self.notebooks(sub.assignment), totals.late_seconds)
+        problem = has_problem(notes)
+        # Flags for review: in the record and the note line, never a problem or a score.
+        review = flag_submission(sub.folder, self.course.source / sub.assignment, [
+            e.used_file for e in result.notebooks.values() if e.used_file] or None)
+        review = list(dict.fromkeys(review + kernel_flags(result)))
+        line = "; ".join(part for part in (line, review_note(review)) if part)
+        seconds = round(result.seconds, 1)
+        if result.record:
+            install(self.course, sub.student, sub.assignment,
+                    autograded if graded else None, notes, {
+                        "student": sub.student, "assignment": sub.assignment,
+                        "submission_digest": task.digest, "grader_digest": task.grader,
+                        "score": totals.score, "max_score": totals.max_score,
+                        "auto_score": totals.auto_score, "problem": problem, "note": line,
+                        "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
+                        "cells": totals.cells, "runs": result.runs, "seconds": seconds,
+                        "late_seconds": totals.late_seconds, "seed": task.seed,
+                        "isolation": result.isolation, "review": review,
+                        "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    })
+        self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,
+                              problem or not result.record, line, seconds,
+                              "graded" if result.record else "failed", totals.late_seconds))
+
+    def _outcome(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self.display.finished(outcome)
+
+
+def _owners(course: Course) -> dict[str, str]:
+    """{grade id: assignment} over the course (to name a notebook handed in by mistake)."""
+    import nbformat
+
+    owners = {}
+    for a in course.assignments():
+        for path in (course.source / a).glob("*.ipynb"):
+            with contextlib.suppress(Exception):
+                for cell in nbformat.read(path, as_version=4).cells:
+                    gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    if gid:
+                        owners[gid] = a
+    return owners
+
+
+@contextlib.contextmanager
+def course_lock(course: Course):
+    import fcntl
+
+    course.autograded.mkdir(parents=True, exist_ok=True)
+    path = course.autograded / ".autograder.lock"
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise GraderError(f"another `grade` run is using {course.root} "
+                              f"(lock file {path})") from exc
+        yield
+
+
+def grade(
+    assignments: list[str] | None = None,
+    students: list[str] | None = None,
+    *,
+    root: Path | str | None = None,
+    db_url: str | None = None,
+    jobs: int | None = None,
+    limits: oslimits.Limits | None = None,
+    force: bool = False,
+    stream=None,
+    progress: bool = True,
+    subreaper: bool = False,
+    scheduler=None,
+) -> GradeReport:
+    """Grade pending submissions (all selected ones with ``force``); see the module doc.
+    ``scheduler``: the Dask cluster to grade on (an address, a scheduler file,
+    ``dask-gateway:NAME``, a ``Client`` or a cluster object; see ``cluster.Cluster``),
+    else a local cluster of ``jobs`` workers."""
+    started = time.monotonic()
+    stream = stream or sys.stdout
+    course = open_course(root, db_url)
+    limits = limits or oslimits.Limits.for_course(course.config)
+    limits = replace(limits, sandbox=check_for_grading(limits.sandbox, stream))
+    jobs = jobs or len(os.sched_getaffinity(0))
+    unknown = [a for a in assignments or [] if a not in course.assignments()]
+    if unknown:
+        raise GraderError(f"no assignment {', '.join(unknown)} in {course.source} "
+                          f"(there are: {', '.join(course.assignments())})")
+    with course_lock(course):
+        clean_leftovers(course)
+        subs, problems = discover(course, assignments, students)
+        if not subs:
+            return GradeReport([], problems, [], 0, 0, time.monotonic() - started)
+        _remove_stale_workdirs()
+        work = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-"))
+        try:
+            return _grade(course, subs, problems, limits, jobs, force, work, stream,
+                          progress, started, subreaper, scheduler)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _grade(course: Course, subs: list[Submission], problems: list[str],
+           limits: oslimits.Limits, jobs: int, force: bool, work: Path, stream,
+           progress: bool, started: float, subreaper: bool, scheduler) -> GradeReport:
+    cache_alembic_version()
+    used = sorted({s.assignment for s in subs})
+    graders = {a: grader_digest(a, course.source) for a in used}
+    candidates = []  # (submission, digest, its record if that is current)
+    for sub in subs:
+        digest = folder_digest(sub.folder)
+        rec = course.read_record(sub.student, sub.assignment)
+        current = (rec is not None and rec.get("submission_digest") == digest
+                   and rec.get("grader_digest") == graders[sub.assignment] and not force)
+        candidates.append((sub, digest, rec if current else None))
+    display = Display(0, stream, enabled=progress)
+    grading = ClassGrading(course, limits, work, display)
+    token = run_token()
+    pending = sum(1 for _, _, rec in candidates if rec is None)
+    cluster = Cluster(scheduler, min(jobs, max(1, pending)), work, token)
+    dispatcher = Dispatcher(cluster, limits, display, grading.job, grading.finish,
+                            grading.prepare, f"autograder-progress-{token}")
+    if subreaper:  # orphans of a killed worker become ours, to be found and killed
+        oslimits.become_subreaper()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        # Workers take seconds to start: start them before reading the gradebook.
+        if pending:
+            cluster.start()
+        tasks, unchanged = [], []
+        in_book = {a: auto_scores(course, a) for a in used}
+        for sub, digest, rec in candidates:
+            if rec is not None and in_book[sub.assignment].get(sub.student) == rec.get(
+                    "auto_score"):
+                unchanged.append(Outcome(sub.student, sub.assignment, rec["score"],
+                                         rec["max_score"], rec.get("problem", False),
+                                         rec.get("note", ""), rec.get("seconds", 0),
+                                         "unchanged", rec.get("late_seconds", 0)))
+            else:
+                tasks.append(Task(sub, digest, graders[sub.assignment],
+                                  grading.notebooks(sub.assignment)))
+        if tasks:
+            cluster.scale(min(jobs, len(tasks)))  # more than pending: the gradebook lost some
+            display.total = len(tasks)
+            print(f"grading {len(tasks)} submission(s) {cluster.describe()} "
+                  f"({limits.describe()}); "
+                  f"{len(unchanged)} unchanged", file=stream, flush=True)
+            dispatcher.run(tasks)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        dispatcher.close()
+        cluster.close()
+        if subreaper:
+            oslimits.reap_orphans()
+        display.close()
+    changed = [a for a in used if grader_digest(a, course.source) != graders[a]]
+    if changed and grading.outcomes:  # an edit, or a submission writing to the grader
+        grading.failures.append(
+            f"the grader or the source of {', '.join(changed)} changed while grading: check "
+            "`git status`, then run `grade --force` for these assignments")
+    return GradeReport(grading.outcomes + unchanged, problems, grading.failures,
+                       len(grading.outcomes), len(unchanged), time.monotonic() - started)
+
+
+def _remove_stale_workdirs() -> None:
+    """Scratch folders of grade runs that were killed (their process is gone)."""
+    import psutil
+
+    for path in Path(tempfile.gettempdir()).glob("autograder-*-*"):
+        pid = path.name.split("-")[1]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt

@@ -1,0 +1,64 @@
+"""What was submitted: ``submitted/<student>/<assignment>/`` folders to grade, and every
+entry there that will not be graded, with the reason (nothing is silently ignored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..course import Course
+
+GLOB_CHARS = set("*?[]")  # nbgrader's formgrader and feedback cannot handle these in ids
+IGNORED = (".ipynb_checkpoints", ".DS_Store")
+
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    folder: Path
+
+
+def discover(course: Course, assignments: list[str] | None, students: list[str] | None,
+             ) -> tuple[list[Submission], list[str]]:
+    """Submissions to consider, and problems with the submitted folder (never ignored)."""
+    known = set(course.assignments())
+    wanted_a = list(dict.fromkeys(assignments or []))
+    wanted_s = list(dict.fromkeys(students or []))
+    problems: list[str] = []
+    found: list[Submission] = []
+    if not course.submitted.is_dir():
+        return [], [f"{course.submitted} does not exist: nothing was submitted"]
+    for sdir in sorted(course.submitted.iterdir(), key=lambda p: p.name):
+        if sdir.name in IGNORED or (wanted_s and sdir.name not in wanted_s):
+            continue
+        if not sdir.is_dir():
+            problems.append(f"submitted/{sdir.name} is a file, not a student folder: not graded")
+            continue
+        if sdir.name.startswith("."):
+            problems.append(f"submitted/{sdir.name}: a hidden folder is not a student: "
+                            "not graded")
+            continue
+        for adir in sorted(sdir.iterdir(), key=lambda p: p.name):
+            if adir.name in IGNORED:
+                continue
+            if not adir.is_dir():
+                problems.append(f"submitted/{sdir.name}/{adir.name} is not in an assignment "
+                                "folder: not graded")
+            elif adir.name not in known:
+                if not wanted_a:
+                    problems.append(f"submitted/{sdir.name}/{adir.name}: no such assignment "
+                                    "in source/: not graded")
+            elif not wanted_a or adir.name in wanted_a:
+                found.append(Submission(sdir.name, adir.name, adir))
+    have = {s.student for s in found}
+    for student in wanted_s:
+        if student not in have:
+            problems.append(f"no submission from student {student!r}"
+                            + (f" for {', '.join(wanted_a)}" if wanted_a else ""))
+    for sub in found:
+        if GLOB_CHARS & set(sub.student):
+            problems.append(f"student id {sub.student!r} has characters (*?[]) that "
+                            "nbgrader's formgrader and feedback cannot handle: rename "
+                            "the folder")
+    return found, problems

@@ -1,0 +1,246 @@
+"""Hidden tests decide outside the student's kernel: a ``Verdict`` for every test cell.
+
+When grading reaches a test cell, ``GuardedExecute`` (execute.py) runs the cell's visible
+checks in the kernel as the student saw them, then asks this module for the cell's
+verdict. The hidden test (``autograder/verdicts/hidden/<assignment>.py``, ``TESTS[grade id]``)
+runs here, in the grader's process: it draws inputs from a seed that is new for every
+submission, asks the probe in the kernel to build them with the student's code
+(``Kernel.run``), and compares the plain values it gets back with the reference engine.
+Neither the reference, nor the expected values, nor the comparison ever enter the kernel.
+
+The cell's score is its verdict and nothing else (``SaveVerdicts`` replaces nbgrader's
+``SaveAutoGrades``, which scores a cell by whether it raised): an error, a lost output or
+an ``execute_result`` in the cell change nothing. nbgrader_config.py puts both steps in
+nbgrader's own Autograde, so ``nbgrader autograde`` and formgrader's button grade the
+same way as ``python -m autograder grade``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import random
+import secrets
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from nbgrader import utils
+from nbgrader.preprocessors import SaveAutoGrades
+
+from . import answers
+
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
+
+
+class GradingFailure(AssertionError):
+    """A hidden test that did not pass; its message says why, in a few short lines."""
+
+
+def fail(message: str) -> None:
+    raise GradingFailure(message)
+
+
+def wrap(message: str, width: int = MAX_LINE) -> list[str]:
+    lines: list[str] = []
+    for paragraph in str(message).splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, width, break_on_hyphens=False) or [""])
+    return lines
+
+
+@dataclass
+class Verdict:
+    """What the hidden test of one cell decided."""
+
+    passed: bool
+    message: str = ""  # why not, in lines under 90 characters
+    seed: int = 0  # the inputs were drawn from this seed (to reproduce a verdict)
+    grader_error: bool = False  # the hidden test itself failed: a course error
+    flag: str = ""  # an answer honest code never gives: why the submission is reviewed
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Given:
+    """The course's version of an earlier exercise, attached to the student's code for
+    one test (see the probe): ``source`` defines ``name``, which replaces ``target``."""
+
+    target: str  # "Value.__add__" or a name in the notebook such as "topological_order"
+    name: str
+    source: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Deferred(BaseException):  # not an error: no hidden test may catch it
+    """A test that would send the course's code for exercises whose own checks have not
+    run yet: it runs later, so that no check ever runs in a process that has held the
+    course's version of what it checks (whatever order the student's cells are in)."""
+
+    def __init__(self, targets: set[str]):
+        super().__init__(", ".join(sorted(targets)))
+        self.targets = targets
+
+
+class Kernel:
+    """What a hidden test talks to: ``run`` asks the probe in the student's kernel and
+    returns its result, once it is known to be the probe's and complete; ``rng`` draws
+    this submission's inputs. ``pending()`` names the exercises whose checks have not run
+    yet: the course's code for those is never sent (``Deferred``)."""
+
+    def __init__(self, ask: Callable[[dict], dict], seed: int, timeout: float = 30.0,
+                 pending: Callable[[], set[str]] = set):
+        self.ask = ask
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.timeout = timeout
+        self.pending = pending
+        self.flags: list[str] = []
+
+    def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code",
+            **args):
+        """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
+        GradingFailure that names ``what`` was running, and so does an answer that is not
+        the probe's or not complete (which also flags the submission)."""
+        blocked = {g.target for g in given} & self.pending()
+        if blocked:
+            raise Deferred(blocked)
+        answer = self.ask({"op": op, "args": args, "given": [g.as_dict() for g in given],
+                           "timeout": self.timeout, "nonce": secrets.token_hex(16)})
+        if "forged" in answer:
+            self.flags.append(f"{answers.NOT_THE_PROBES}: {answer['forged']}")
+            fail(f"{what}: {answers.NOT_THE_PROBES} (scored 0 and flagged for review)")
+        if "result" in answer:
+            problem = answers.problem(op, args, answer["result"])
+            if problem is None:
+                return answer["result"]
+            self.flags.append(f"an incomplete answer from the grading code: {problem}")
+            fail(f"{what}: the kernel's answer is incomplete ({problem[:60]}); scored 0 and "
+                 "flagged for review")
+        if "timeout" in answer:
+            fail(f"{what} did not finish within {answer['timeout']:g} s (an endless loop?)")
+        if "crashed" in answer:
+            fail(f"{what} stopped the test: {answer['crashed']}")
+        fail(f"{what}: {answer.get('error') or 'the kernel gave no answer'}")
+        return None  # not reached
+
+
+def local_ask(ns: dict) -> Callable[[dict], dict]:
+    """Ask the probe about a namespace in this process (tests, without a kernel), through
+    the same checks as a kernel's answers."""
+    from .probe import runtime
+
+    def ask(request: dict) -> dict:
+        reply = runtime.run_isolated(ns, request)
+        return answers.open_reply(runtime.KEY, request["nonce"], [reply], None)
+
+    return ask
+
+
+def cell_seed(seed: int, grade_id: str) -> int:
+    """Each test cell's own seed, from the submission's."""
+    digest = hashlib.sha256(f"{seed}:{grade_id}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+@functools.cache
+def _hidden(assignment: str):
+    try:
+        return importlib.import_module(f"{__package__}.hidden.{assignment}")
+    except ModuleNotFoundError:
+        return None
+
+
+def hidden_tests(assignment: str) -> dict[str, Callable]:
+    """{grade id: hidden test} of an assignment (autograder/verdicts/hidden/<assignment>.py)."""
+    module = _hidden(assignment)
+    return dict(module.TESTS) if module else {}
+
+
+def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
+    """{grade id: what its test grades, as ``Given`` targets name it} (``EXERCISES`` of
+    the assignment's hidden module: only tests whose exercises are given to others)."""
+    module = _hidden(assignment)
+    return dict(getattr(module, "EXERCISES", {})) if module else {}
+
+
+def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
+    """Run the cell's hidden test; its verdict."""
+    test = hidden_tests(assignment).get(grade_id)
+    if test is None:
+        return Verdict(False, f"no hidden test for {grade_id} (please tell the course staff)",
+                       kernel.seed, grader_error=True)
+    try:
+        test(kernel)
+    except Deferred:
+        raise
+    except GradingFailure as exc:
+        lines = wrap(str(exc))
+        if "NotImplementedError" in lines[0]:  # not written yet: that says it all
+            lines = lines[:1]
+        flag = "; ".join(dict.fromkeys(kernel.flags))
+        return Verdict(False, "\n".join(lines), kernel.seed, flag=flag)
+    except Exception as exc:  # a bug in the hidden test: never the student's fault
+        text = f"{type(exc).__name__}: {exc}"[:200]
+        return Verdict(False, f"the hidden test could not run ({text}); please tell the "
+                       "course staff", kernel.seed, grader_error=True)
+    return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
+
+
+# ---- cells -------------------------------------------------------------------------------
+
+
+def strip_hidden(source: str) -> str:
+    """A test cell's visible part: without the lines between the hidden-test markers."""
+    out, hidden = [], False
+    for line in source.split("\n"):
+        if BEGIN in line:
+            hidden = True
+        elif END in line:
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "\n".join(out).rstrip()
+
+
+def is_test_cell(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell)
+
+
+def record(cell, result: Verdict | None) -> None:
+    """Keep the verdict in the cell (None: the cell was not reached, which scores 0)."""
+    md = cell.metadata.setdefault("autograder", {})
+    md["verdict"] = result.as_dict() if result is not None else None
+
+
+def outputs_for(result: Verdict) -> list:
+    """What the student sees under the cell: one line, or the reason in a few."""
+    from nbformat.v4 import new_output
+
+    if result.passed:
+        return [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
+    lines = result.message.split("\n")
+    return [new_output("error", ename="HiddenTestFailed", evalue=lines[0],
+                       traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])])]
+
+
+class SaveVerdicts(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, with a test cell's score taken from its verdict: full
+    marks when it passed, 0 otherwise (also when no verdict was recorded)."""
+
+    def _add_score(self, cell, resources) -> None:
+        if not is_test_cell(cell):
+            return super()._add_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"],
+                                          self.notebook_id, self.assignment_id,
+                                          self.student_id)
+        result = (cell.metadata.get("autograder") or {}).get("verdict") or {}
+        grade.auto_score = float(grade.max_score) if result.get("passed") is True else 0.0
+        grade.needs_manual_grade = grade.manual_score is not None
+        self.gradebook.db.commit()
+        return None

@@ -1,0 +1,71 @@
+"""The probe: the only grading code that ever runs inside a student's kernel.
+
+It holds no secret: no reference engine, no expected value, no comparison. It is loaded
+once, before any student cell runs (``kernel_load()``), binds everything it uses and draws
+a key it tells the grader. For each hidden test the grader sends a request
+(``kernel_request()``): an operation, the names of the student's functions to use, inputs
+the grader drew for this submission and a nonce. The probe builds the inputs with the
+student's own classes and functions and answers with plain values (numbers, lists,
+strings, the text of an exception), signed with its key. The grader believes an answer
+only once it has checked that the probe signed it and that it is complete
+(``autograder/verdicts/answers.py``), then compares it with the reference engine outside the
+kernel and decides the cell's score.
+
+Every request runs in a forked copy of the kernel (``runtime.run_isolated``): whatever the
+student's code does meanwhile (loops forever, crashes, changes classes or builtins,
+prints) ends with that copy, and the kernel itself is left as it was. A request may attach
+*given* code to the student's classes in that copy only: the course's own version of an
+earlier exercise, so that a test grades one exercise and not the ones it builds on. The
+grader sends it only once that exercise's own checks are done (``verdicts.Deferred``).
+
+- ``runtime.py``: running a request, plain values, graphs of Values;
+- ``engine.py``: operations for lessons 1 to 3 and the quizzes;
+- ``nn.py``: operations for lesson 05 (modules, losses, training).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+from pathlib import Path
+
+from . import engine, nn  # noqa: F401 (they register their operations)
+from .runtime import ENTRY, MIME, OPERATIONS, run_isolated
+
+__all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_load", "kernel_request", "run_isolated"]
+
+PARTS = ("runtime.py", "engine.py", "nn.py")
+
+
+@functools.cache
+def kernel_code() -> str:
+    """The probe as one piece of code for a kernel: the three files, in order, without
+    their imports of each other; it defines ``install()`` and ``serve(request_json)``."""
+    pieces = ["from __future__ import annotations"]
+    for name in PARTS:
+        source = (Path(__file__).parent / name).read_text()
+        lines = source.splitlines()
+        drop: set[int] = set()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
+                drop.update(range(node.lineno - 1, node.end_lineno))
+        pieces.append("\n".join(ln for i, ln in enumerate(lines) if i not in drop))
+    return "\n\n".join(pieces) + "\n"
+
+
+def kernel_load() -> str:
+    """The cell a kernel runs once, before any student cell: the probe compiled and run in
+    a namespace of its own, with a private copy of the builtins (so none of its names land
+    in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
+    what it uses and publishes its key (runtime.install)."""
+    source = f"{kernel_code()}\ninstall()\n"
+    return (f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
+            "{'__name__': 'autograder_probe', "
+            "'__builtins__': dict(__import__('builtins').__dict__)})\n")
+
+
+def kernel_request(request: dict) -> str:
+    """The cell a kernel runs for one request: the loaded probe's ``serve``. Whatever
+    answers in its place cannot sign its answer."""
+    return f"__import__('sys').modules[{ENTRY!r}].serve({json.dumps(request)!r})\n"

@@ -1,0 +1,89 @@
+"""The grading material: what a worker needs to grade an assignment, besides the Python
+environment (the workers' image has the course's environment and nothing of the course).
+
+``material_files`` is the one place that says what it holds. ``pack`` zips it with its
+digest; ``GradingMaterial`` (plugins.py) unpacks it on every worker and checks the
+digest; each ``Job`` names the digest of its assignment's material, and the task refuses
+to run without exactly that material.
+
+The material is laid out like the course itself (``nbgrader_config.py``, ``autograder/``,
+``source/``), so the grader finds everything where it would in the course folder: the
+kernels' start-up files and hidden tests under ``autograder/``, the reference engine
+under ``source/.reference`` (where ``autograder/verdicts/hidden/common.py`` looks), the assignment's
+source folder, and its template gradebook (``templates/<assignment>.db``).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..course import ROOT, SHARED, SOURCE, Course
+from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
+
+
+def shared_files() -> dict[str, bytes]:
+    """What every assignment's material holds: the grader (its package, with the probe and
+    the hidden tests, and nbgrader_config.py), the reference engine and the students'
+    helper module. A run reads them once, so that all its workers grade with one version
+    of the grader even if its files change meanwhile."""
+    files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
+    for folder, prefix in [(ROOT / CODE, f"{CODE}/"), (SOURCE / ".reference",
+                                                      "source/.reference/"),
+                           (SHARED, "source/.shared/")]:
+        files.update(read_tree(folder, prefix))
+    return files
+
+
+def material_files(course: Course, assignment: str, template: Path,
+                   shared: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """Everything a worker needs to grade ``assignment``, as {path: bytes}: the
+    ``shared_files()`` (read now unless given), the assignment's source folder (links
+    followed) and its template gradebook."""
+    files = dict(shared if shared is not None else shared_files())
+    files.update(read_tree(course.source / assignment, f"source/{assignment}/"))
+    files[template_path(assignment)] = template.read_bytes()
+    return files
+
+
+def template_path(assignment: str) -> str:
+    """Where the assignment's template gradebook is in the material."""
+    return f"templates/{assignment}.db"
+
+
+@dataclass
+class Material:
+    """One assignment's grading material, zipped."""
+
+    assignment: str
+    digest: str  # of the files (plugins.files_digest)
+    code: str  # digest of the grader's package among them
+    archive: bytes
+
+    def plugin(self) -> GradingMaterial:
+        return GradingMaterial(self.digest, self.code, self.archive)
+
+    @property
+    def name(self) -> str:
+        return PREFIX + self.digest
+
+
+def pack(assignment: str, files: dict[str, bytes]) -> Material:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for rel in sorted(files):
+            zf.writestr(rel, files[rel])
+    code = files_digest((k, v) for k, v in files.items() if k.startswith(f"{CODE}/"))
+    return Material(assignment, files_digest(files.items()), code, buffer.getvalue())
+
+
+def send_by_value() -> None:
+    """Workers may not have the course: send plugins.py itself along with its plugin."""
+    import cloudpickle
+
+    from . import plugins
+
+    if plugins.__name__ not in cloudpickle.list_registry_pickle_by_value():
+        cloudpickle.register_pickle_by_value(plugins)
