@@ -15,8 +15,9 @@ from autograder import commands
 from autograder.course import open_course
 from autograder.errors import GraderError
 from autograder.grade import run as grading
-from autograder.grade.display import Display, Outcome
+from autograder.grade.display import Display
 from autograder.grade.notes import compose_notes, note_line
+from autograder.grade.report import Outcome
 from autograder.intake import collect as col
 from autograder.intake.discovery import discover
 from autograder.kernel.limits import GiB, Limits, parse_size

@@ -4,30 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .run import GradeReport
-
-
-@dataclass
-class Outcome:
-    """One submission's grade, as shown and reported."""
-
-    student: str
-    assignment: str
-    score: float = 0.0
-    max_score: float = 0.0
-    problem: bool = False
-    note: str = ""
-    seconds: float = 0.0
-    status: str = "graded"  # graded | unchanged | failed
-    late_seconds: float = 0.0
-
-    @property
-    def mark(self) -> str:
-        return "✗" if self.problem or self.status == "failed" else "✓"
+from .report import GradeReport, Outcome
 
 
 class Display:

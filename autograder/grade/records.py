@@ -22,24 +22,6 @@ from .notes import Notes
 GRADER_VERSION = "1"  # bump to grade every submission again
 
 
-def folder_digest(folder: Path) -> str:
-    """A hash of a folder's files and links (checkpoints and caches left out)."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if ".ipynb_checkpoints" in rel.parts or "__pycache__" in rel.parts:
-            continue
-        if path.is_symlink():
-            h.update(b"L" + str(rel).encode() + b"\0" + os.readlink(path).encode() + b"\0")
-        elif path.is_file():
-            h.update(b"F" + str(rel).encode() + b"\0")
-            with path.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            h.update(b"\0")
-    return h.hexdigest()[:24]
-
-
 def grader_digest(assignment: str, source: Path) -> str:
     """A hash of the assignment's source and of everything that grades it."""
     from ..content.generate import source_digest

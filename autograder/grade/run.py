@@ -36,7 +36,7 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,8 +45,8 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from ..course import Course, open_course  # noqa: E402
-from ..errors import ExitCode, GraderError  # noqa: E402
-from ..intake.discovery import Submission, discover  # noqa: E402
+from ..errors import GraderError  # noqa: E402
+from ..intake.discovery import Submission, discover, folder_digest  # noqa: E402
 from ..kernel import limits as oslimits  # noqa: E402
 from ..kernel.sandbox import check_for_grading  # noqa: E402
 from ..messages import Job, Result, write_files  # noqa: E402
@@ -54,32 +54,12 @@ from ..worker.material import Material, material_files, pack, shared_files  # no
 from ..worker.submission import submitted_files  # noqa: E402
 from .cluster import Cluster, run_token  # noqa: E402
 from .dispatch import Dispatcher, Task  # noqa: E402
-from .display import Display, Outcome  # noqa: E402
+from .display import Display  # noqa: E402
 from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
 from .notes import compose_notes, has_problem, kernel_flags, note_line  # noqa: E402
-from .records import clean_leftovers, folder_digest, grader_digest, install  # noqa: E402
+from .records import clean_leftovers, grader_digest, install  # noqa: E402
+from .report import GradeReport, Outcome  # noqa: E402
 from .review.flags import flag_submission, review_note  # noqa: E402
-
-
-@dataclass
-class GradeReport:
-    """What a ``grade`` run did: an outcome per submission, problems with what was
-    submitted, and failures of the grader itself."""
-
-    outcomes: list[Outcome]
-    problems: list[str]
-    failures: list[str]
-    graded: int
-    unchanged: int
-    seconds: float
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.failures:
-            return ExitCode.FAILED
-        if self.problems or any(o.problem for o in self.outcomes):
-            return ExitCode.PROBLEMS
-        return ExitCode.OK
 
 
 class ClassGrading:

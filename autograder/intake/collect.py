@@ -36,10 +36,9 @@ from traitlets import Dict
 
 from ..course import open_course
 from ..errors import ExitCode, GraderError
-from ..grade.records import folder_digest
 from .archive_readers import fix_zip_name
 from .archives import unpack
-from .discovery import GLOB_CHARS
+from .discovery import GLOB_CHARS, folder_digest
 
 PRESETS = {
     # <student>/<notebook>.ipynb (a folder per student; notebooks at any depth inside it)

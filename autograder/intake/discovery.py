@@ -1,8 +1,11 @@
 """What was submitted: ``submitted/<student>/<assignment>/`` folders to grade, and every
-entry there that will not be graded, with the reason (nothing is silently ignored)."""
+entry there that will not be graded, with the reason (nothing is silently ignored), and
+``folder_digest``, which tells whether a submitted folder changed."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +65,21 @@ def discover(course: Course, assignments: list[str] | None, students: list[str] 
                             "nbgrader's formgrader and feedback cannot handle: rename "
                             "the folder")
     return found, problems
+
+
+def folder_digest(folder: Path) -> str:
+    """A hash of a folder's files and links (checkpoints and caches left out)."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if ".ipynb_checkpoints" in rel.parts or "__pycache__" in rel.parts:
+            continue
+        if path.is_symlink():
+            h.update(b"L" + str(rel).encode() + b"\0" + os.readlink(path).encode() + b"\0")
+        elif path.is_file():
+            h.update(b"F" + str(rel).encode() + b"\0")
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            h.update(b"\0")
+    return h.hexdigest()[:24]
