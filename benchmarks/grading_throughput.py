@@ -99,7 +99,8 @@ def floor(course: Path, graded: list[Path], extra_arguments: list[str], timeout:
 def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: int) -> float:
     from nbclient import NotebookClient
 
-    from autograder.verdicts.api import is_test_cell, strip_hidden
+    from autograder.markers import visible
+    from autograder.verdicts.api import is_test_cell
 
     nb = nbformat.read(path, as_version=4)
     nb.cells = [cell for cell in nb.cells if not is_demo(cell)]  # grading skips them too
@@ -107,7 +108,7 @@ def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: 
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if is_test_cell(cell):  # the kernel runs the visible checks; verdicts are ours
-                cell.source = strip_hidden(cell.source)
+                cell.source = visible(cell.source)
     run_dir = tempfile.mkdtemp(dir=course)
     for extra in path.parent.iterdir():
         if extra.suffix != ".ipynb" and extra.is_file():

@@ -54,9 +54,9 @@ SEED = 20261122  # the hidden tests' inputs in the suite (grading draws a new se
 def code_of(cell) -> str:
     """What grading runs of a cell in the kernel: a test cell without its hidden region,
     and no IPython magics (run in-process here)."""
-    from autograder.verdicts.api import strip_hidden
+    from autograder.markers import visible
 
-    source = strip_hidden(cell.source) if is_test_cell(cell) else cell.source
+    source = visible(cell.source) if is_test_cell(cell) else cell.source
     return "\n".join(line for line in source.splitlines()
                      if not line.lstrip().startswith(("%", "!")))
 

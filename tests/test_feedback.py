@@ -26,12 +26,12 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from autograder.feedback import inert, sanitize
 from autograder.feedback.pages import (
-    BEGIN,
     REMOVED_OUTPUT,
     HideGraderMaterial,
     check_page,
     hidden_lines,
 )
+from autograder.markers import BEGIN_HIDDEN
 
 A = "01_value"
 PLOTS = "03_activations"  # math in Markdown, graph drawings (SVG) and plots (PNG)
@@ -398,7 +398,7 @@ def test_page_check_catches_hidden_tests_and_pages_not_made_inert():
                 and not c.metadata.get("nbgrader", {}).get("solution"))
     hidden = hidden_lines(str(SOURCE / A))
     assert hidden and tests
-    assert any(BEGIN in c.source for c in source.cells)
+    assert any(BEGIN_HIDDEN in c.source for c in source.cells)
     good = render(source)
     assert check_page(good, hidden, tests) == ""
     leaky = exporter()

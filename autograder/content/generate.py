@@ -20,10 +20,10 @@ from pathlib import Path
 
 import nbformat
 
+from .. import markers
 from ..course import NOTEBOOKS, SOLUTIONS, SOURCE, assignments, nbgrader_api
 
 GENERATOR_VERSION = "1"  # bump to force every generated notebook to count as stale
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 class GenerateError(RuntimeError):
@@ -68,8 +68,7 @@ def solution_notebook(source_nb: Path) -> nbformat.NotebookNode:
     nb, _ = ClearHiddenTests().preprocess(nb, {})
     for cell in nb.cells:
         if cell.cell_type == "code":
-            lines = cell.source.splitlines()
-            cell.source = "\n".join(ln for ln in lines if ln.strip() not in MARKERS).rstrip()
+            cell.source = markers.solved(cell.source)
             cell.outputs = []
             cell.execution_count = None
     nb.metadata["course"] = {"source_digest": source_digest(source_nb.parent.name)}

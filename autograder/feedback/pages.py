@@ -35,14 +35,14 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from .. import markers
 from ..course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from ..errors import ExitCode
 from ..intake.discovery import GLOB_CHARS
 from .inert import STAMP, is_stamp
 from .sanitize import blank_paths_through, strip_tags
 
-BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
-MARKERS = (BEGIN, END, "load_grader(")
+MARKERS = (markers.BEGIN_HIDDEN, markers.END_HIDDEN, "load_grader(")
 REMOVED_OUTPUT = "[output removed: it showed the course's grading code]"
 REMOVED_CELL = "# [removed from the feedback: this cell held the course's grading code]"
 REMOVED_TEXT = "*[removed from the feedback: this cell quoted the course's grading code]*"
@@ -66,30 +66,6 @@ def _significant(line: str) -> bool:
     return len(line) >= MIN_LINE
 
 
-def _strip_hidden(text: str) -> tuple[str, bool]:
-    out, hidden, removed = [], False, False
-    for line in text.split("\n"):
-        if BEGIN in line:
-            hidden = removed = True
-        elif END in line:
-            hidden = False
-            removed = True
-        elif not hidden:
-            out.append(line)
-    return "\n".join(out), removed
-
-
-def _hidden_part(text: str) -> str:
-    """The lines of ``text`` inside hidden-test regions."""
-    out, inside = [], False
-    for line in text.split("\n"):
-        if BEGIN in line or END in line:
-            inside = BEGIN in line
-        elif inside:
-            out.append(line)
-    return "\n".join(out)
-
-
 @functools.cache
 def fingerprints() -> frozenset[tuple[str, ...]]:
     """Windows of consecutive significant lines of the grader's own files."""
@@ -98,7 +74,8 @@ def fingerprints() -> frozenset[tuple[str, ...]]:
     folders = [ROOT / "autograder" / "verdicts" / "hidden", SOURCE / ".reference"]
     for folder in folders:
         texts += [p.read_text(errors="replace") for p in folder.rglob("*.py")]
-    texts += [_hidden_part(cell.source) for nb in _notebooks(SOURCE) for cell in nb.cells]
+    texts += [markers.inside(cell.source, markers.HIDDEN)
+              for nb in _notebooks(SOURCE) for cell in nb.cells]
     windows = set()
     for text in texts:
         lines = [_norm(ln) for ln in text.splitlines()]
@@ -119,7 +96,7 @@ def _student_lines() -> set[str]:
                 lines.update(_norm(ln) for ln in cell.source.splitlines())
     for nb in _notebooks(SOURCE):
         for cell in nb.cells:
-            text, _ = _strip_hidden(cell.source)
+            text = markers.without(cell.source, markers.HIDDEN)
             lines.update(_norm(ln) for ln in text.splitlines())
     return lines
 
@@ -164,7 +141,7 @@ class HideGraderMaterial(NbGraderPreprocessor):
     before nbgrader's GenerateFeedback renders it (see the module docstring)."""
 
     def preprocess_cell(self, cell, resources, index):
-        cell.source, _ = _strip_hidden(cell.source)
+        cell.source = markers.without(cell.source, markers.HIDDEN)
         if quotes_grader(cell.source):
             cell.source = REMOVED_CELL if cell.cell_type == "code" else REMOVED_TEXT
         for i, out in enumerate(cell.get("outputs", [])):
@@ -363,7 +340,7 @@ def check_page(page: str, hidden: frozenset[str], test_cells: int) -> str:
         code = panel.find("div", class_="input_area") if panel else None
         text = code.get_text() if code else ""
         shown = {_norm(line) for line in text.splitlines()}
-        if BEGIN in text or END in text or shown & hidden:
+        if any(m in text for m in MARKERS[:2]) or shown & hidden:
             return f"test cell {label.get_text()[len('Grade cell:'):].strip()} showed hidden tests"
     return ""
 
@@ -373,8 +350,10 @@ def hidden_lines(source_folder: str) -> frozenset[str]:
     """Lines of an assignment's hidden tests that are nowhere else in its notebooks."""
     folder = Path(source_folder)
     cells = [c.source for nb in _notebooks(folder.parent, folder.name) for c in nb.cells]
-    hidden = {_norm(ln) for text in cells for ln in _hidden_part(text).splitlines()}
-    shown = {_norm(ln) for text in cells for ln in _strip_hidden(text)[0].splitlines()}
+    hidden = {_norm(ln) for text in cells
+              for ln in markers.inside(text, markers.HIDDEN).splitlines()}
+    shown = {_norm(ln) for text in cells
+             for ln in markers.without(text, markers.HIDDEN).splitlines()}
     return frozenset(hidden - shown - {""})
 
 

@@ -30,6 +30,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Dict, Enum, Float, Integer, List, Unicode
 
+from .. import markers
 from ..kernel import limits as oslimits
 from ..kernel import output_cap
 from ..kernel import sandbox as sandboxing
@@ -136,7 +137,7 @@ class GuardedExecute(Execute):
         if not verdicts.is_test_cell(cell):
             return self._execute(cell, index, budget), resources
         source = cell.source  # the visible checks run in the kernel, as the student saw them
-        cell.source = verdicts.strip_hidden(source)
+        cell.source = markers.visible(source)
         try:
             if cell.source.strip():
                 cell = self._execute(cell, index, budget)

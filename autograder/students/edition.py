@@ -35,6 +35,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+from .. import markers
 from ..course import NOTEBOOKS, ROOT, SHARED, SOLUTIONS, SOURCE, assignments
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +51,7 @@ SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 # What must never reach students, as text anywhere in a release.
 FORBIDDEN_TEXT = [
-    "BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+    *markers.ALL,
     "load_grader", "refgrad", "kernel_startup", "kernel_guard", "autograder.hidden",
     "autograder/hidden", "autograder.verdicts", "autograder/verdicts", "GradingFailure(",
 ]
@@ -83,11 +84,6 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _regions(text: str, begin: str, end: str) -> list[str]:
-    pattern = re.compile(rf"^[ \t]*### {begin}[^\n]*\n(.*?)^[ \t]*### {end}", re.M | re.S)
-    return pattern.findall(text)
-
-
 def secret_lines(released: list[str] | None = None, source: Path = SOURCE) -> set[str]:
     """Every line of every solution and hidden-test region in the instructor notebooks that
     does not also appear, outside such regions, in what students are given: the notebooks
@@ -101,13 +97,10 @@ def secret_lines(released: list[str] | None = None, source: Path = SOURCE) -> se
         for path in sorted((source / assignment).glob("*.ipynb")):
             for cell in _cells(path):
                 text = _source(cell)
-                hidden = _regions(text, "BEGIN SOLUTION", "END SOLUTION")
-                hidden += _regions(text, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-                for region in hidden:
-                    secret.update(region.splitlines())
-                    text = text.replace(region, "")
+                secret.update(markers.inside(text, markers.SOLUTION, markers.HIDDEN).split("\n"))
                 if assignment in given:
-                    public.update(text.splitlines())
+                    public.update(markers.without(text, markers.SOLUTION, markers.HIDDEN)
+                                  .split("\n"))
     stripped_public = {line.strip() for line in public}
     return {line.strip() for line in secret
             if line.strip() and line.strip() not in stripped_public}

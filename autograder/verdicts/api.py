@@ -31,7 +31,6 @@ from nbgrader.preprocessors import SaveAutoGrades
 
 from . import answers
 
-BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
 
 
@@ -193,19 +192,6 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
 
 
 # ---- cells -------------------------------------------------------------------------------
-
-
-def strip_hidden(source: str) -> str:
-    """A test cell's visible part: without the lines between the hidden-test markers."""
-    out, hidden = [], False
-    for line in source.split("\n"):
-        if BEGIN in line:
-            hidden = True
-        elif END in line:
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "\n".join(out).rstrip()
 
 
 def is_test_cell(cell) -> bool:

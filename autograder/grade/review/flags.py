@@ -37,6 +37,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
+from ... import markers
 from .cells import flag_cell, learn
 from .rules import TOO_LONG, UNREADABLE, show
 from .values import Memory
@@ -71,25 +72,17 @@ def _norm(source: str) -> str:
 
 def _released(source: str, stub: str) -> list[str]:
     """``source`` without hidden tests, and also with its solution replaced by the stub."""
-    out, hidden, solution = [], False, False
-    stubbed = []
-    for line in source.splitlines():
-        if "BEGIN HIDDEN TESTS" in line:
-            hidden = True
-        elif "END HIDDEN TESTS" in line:
-            hidden = False
-        elif hidden:
+    out, stubbed = [], []
+    for line in markers.read(source):
+        if line.region == markers.HIDDEN:
             continue
-        elif "BEGIN SOLUTION" in line:
-            solution = True
-            indent = line[: len(line) - len(line.lstrip())]
+        if line.marker and markers.BEGIN_SOLUTION in line.text:
+            indent = line.text[: len(line.text) - len(line.text.lstrip())]
             stubbed += [indent + s for s in stub.splitlines()]
-        elif "END SOLUTION" in line:
-            solution = False
-        else:
-            out.append(line)
-            if not solution:
-                stubbed.append(line)
+        elif not line.marker:
+            out.append(line.text)
+            if line.region != markers.SOLUTION:
+                stubbed.append(line.text)
     return ["\n".join(out), "\n".join(stubbed)]
 
 
