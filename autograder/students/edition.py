@@ -5,8 +5,7 @@ reference engine and the grader. Students get the **student edition** instead::
 
     DIR/README.md            for students: one command to start, how lessons and checks work
     DIR/lab.py               the launcher: sets up .venv, seeds my-work/, starts JupyterLab
-    DIR/requirements.txt     what students install (the course's requirements, minus the
-                             grader's own)
+    DIR/requirements.txt     what students install: requirements-student.txt as it is
     DIR/jupyter/             the student JupyterLab's settings (Validate on, instructor
                              tools off, Validate's time limit, Markdown opens rendered)
     DIR/lessons/NN_name/     the released notebooks (notebooks/) and coursekit.py
@@ -29,7 +28,6 @@ release fails if it finds any.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import zipfile
@@ -44,9 +42,9 @@ LAUNCHER = HERE / "launcher.py"
 FILES = HERE / "payload"  # README.md and gitignore of the student edition
 LAB_CONFIG = FILES / "jupyter"
 START_PAGE = SHARED / "START-HERE.md"
+STUDENT_REQUIREMENTS = ROOT / "requirements-student.txt"  # the one list of students' packages
 MARKER = ".edition.json"  # what kind of release a folder holds
 KEEP = {".git", "my-work", ".venv", MARKER}  # never removed when releasing again
-GRADER_ONLY = {"psutil", "latex2mathml"}  # for grading and feedback, not for students
 SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 # What must never reach students, as text anywhere in a release.
@@ -191,17 +189,6 @@ def _prepare(dest: Path, kind: str) -> None:
     marker.write_text(json.dumps({"kind": kind}) + "\n")
 
 
-def student_requirements(requirements: Path = ROOT / "requirements.txt") -> str:
-    """requirements.txt for students: the course's pins without the grader's packages."""
-    lines = ["# What the course needs on a student's machine (`python3 lab.py` installs it).",
-             "# PyTorch is optional; lesson 5 says how to add it."]
-    for line in requirements.read_text().splitlines():
-        name = re.split(r"[<>=!~ ;\[]", line.strip(), maxsplit=1)[0].lower()
-        if line.strip() and not line.lstrip().startswith("#") and name not in GRADER_ONLY:
-            lines.append(line.strip())
-    return "\n".join(lines) + "\n"
-
-
 def _selected(selected: list[str] | None) -> list[str]:
     unknown = sorted(set(selected or []) - set(assignments()))
     if unknown:
@@ -225,7 +212,7 @@ def build_student_edition(dest: Path, selected: list[str] | None = None) -> list
     shutil.copy(START_PAGE, dest / "lessons" / START_PAGE.name)
     shutil.copy(FILES / "README.md", dest / "README.md")
     shutil.copy(FILES / "gitignore", dest / ".gitignore")
-    (dest / "requirements.txt").write_text(student_requirements())
+    shutil.copy(STUDENT_REQUIREMENTS, dest / "requirements.txt")
     return _files(dest)
 
 
