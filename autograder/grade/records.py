@@ -23,16 +23,15 @@ GRADER_VERSION = "1"  # bump to grade every submission again
 
 
 def grader_digest(assignment: str, source: Path) -> str:
-    """A hash of the assignment's source and of everything that grades it."""
+    """A hash of the assignment's source and of everything that grades it: the grader's
+    package, every file of it as workers receive it (worker/material.py), and the
+    reference engine."""
     from ..content.generate import source_digest
+    from ..worker.plugins import code_digest, files_digest, read_tree
 
     h = hashlib.sha256(f"{GRADER_VERSION}\0{source_digest(assignment, source)}".encode())
-    here = Path(__file__).resolve().parents[1]
-    for path in sorted([here / "verdicts" / "api.py", here / "preprocessors" / "execute.py",
-                        *(here / "verdicts" / "probe").glob("*.py"),
-                        *(here / "verdicts" / "hidden").glob("*.py"),
-                        *(SOURCE / ".reference").rglob("*.py")]):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(code_digest(Path(__file__).resolve().parents[1]).encode())
+    h.update(files_digest(read_tree(SOURCE / ".reference")).encode())
     return h.hexdigest()[:24]
 
 
