@@ -50,3 +50,4 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 
 lint: setup-test
 	$(PY) -m ruff check .
+	.venv/bin/lint-imports --no-cache
