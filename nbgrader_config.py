@@ -33,7 +33,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.verdicts.api.SaveVerdicts",
+    "autograder.preprocessors.saveverdicts.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -60,7 +60,7 @@ c.Autograde.sanitize_preprocessors = [
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.feedback.pages.HideGraderMaterial",
+    "autograder.preprocessors.hidegradermaterial.HideGraderMaterial",
 ]
 # Math in feedback pages and the formgrader reads the same offline: LaTeX in markdown becomes
 # MathML and no MathJax is loaded from a CDN (autograder/feedback/offline_math.py).

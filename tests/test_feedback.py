@@ -27,11 +27,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 from autograder.feedback import inert, sanitize
 from autograder.feedback.pages import (
     REMOVED_OUTPUT,
-    HideGraderMaterial,
     check_page,
     hidden_lines,
 )
 from autograder.markers import BEGIN_HIDDEN
+from autograder.preprocessors.hidegradermaterial import HideGraderMaterial
 
 A = "01_value"
 PLOTS = "03_activations"  # math in Markdown, graph drawings (SVG) and plots (PNG)

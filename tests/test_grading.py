@@ -420,7 +420,8 @@ def test_grader_source_is_recognised_and_student_code_is_not():
 def test_feedback_preprocessor_hides_tests_tracebacks_and_paths():
     from nbformat.v4 import new_code_cell, new_output
 
-    from autograder.feedback.pages import REMOVED_OUTPUT, HideGraderMaterial
+    from autograder.feedback.pages import REMOVED_OUTPUT
+    from autograder.preprocessors.hidegradermaterial import HideGraderMaterial
 
     common = ROOT / "autograder" / "verdicts" / "hidden" / "common.py"
     cell = new_code_cell('check(1)\n### BEGIN HIDDEN TESTS\nload_grader("x").y()\n'

@@ -33,8 +33,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
-
 from .. import markers
 from ..course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from ..errors import ExitCode
@@ -134,19 +132,6 @@ def blank_paths(text: str) -> str:
 
 
 # ---- the nbgrader preprocessor -------------------------------------------------------------
-
-
-class HideGraderMaterial(NbGraderPreprocessor):
-    """Remove hidden tests, grader tracebacks and quoted grader source from a notebook
-    before nbgrader's GenerateFeedback renders it (see the module docstring)."""
-
-    def preprocess_cell(self, cell, resources, index):
-        cell.source = markers.without(cell.source, markers.HIDDEN)
-        if quotes_grader(cell.source):
-            cell.source = REMOVED_CELL if cell.cell_type == "code" else REMOVED_TEXT
-        for i, out in enumerate(cell.get("outputs", [])):
-            cell.outputs[i] = clean_output(out)
-        return cell, resources
 
 
 def clean_output(out):

@@ -123,7 +123,7 @@ def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.preprocessors import AssignLatePenalties
 
-    from ..verdicts.api import SaveVerdicts
+    from ..preprocessors.saveverdicts import SaveVerdicts
 
     stamp = course.coursedir().get_existing_timestamp(str(folder))
     with Gradebook(course.db_url, course.course_id) as gb:

@@ -8,8 +8,9 @@ submission, asks the probe in the kernel to build them with the student's code
 (``Kernel.run``), and compares the plain values it gets back with the reference engine.
 Neither the reference, nor the expected values, nor the comparison ever enter the kernel.
 
-The cell's score is its verdict and nothing else (``SaveVerdicts`` replaces nbgrader's
-``SaveAutoGrades``, which scores a cell by whether it raised): an error, a lost output or
+The cell's score is its verdict and nothing else (``SaveVerdicts``, in
+preprocessors/saveverdicts.py, replaces nbgrader's ``SaveAutoGrades``, which scores a cell
+by whether it raised): an error, a lost output or
 an ``execute_result`` in the cell change nothing. nbgrader_config.py puts both steps in
 nbgrader's own Autograde, so ``nbgrader autograde`` and formgrader's button grade the
 same way as ``python -m autograder grade``.
@@ -27,7 +28,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from nbgrader import utils
-from nbgrader.preprocessors import SaveAutoGrades
 
 from . import answers
 
@@ -213,20 +213,3 @@ def outputs_for(result: Verdict) -> list:
     lines = result.message.split("\n")
     return [new_output("error", ename="HiddenTestFailed", evalue=lines[0],
                        traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])])]
-
-
-class SaveVerdicts(SaveAutoGrades):
-    """nbgrader's SaveAutoGrades, with a test cell's score taken from its verdict: full
-    marks when it passed, 0 otherwise (also when no verdict was recorded)."""
-
-    def _add_score(self, cell, resources) -> None:
-        if not is_test_cell(cell):
-            return super()._add_score(cell, resources)
-        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"],
-                                          self.notebook_id, self.assignment_id,
-                                          self.student_id)
-        result = (cell.metadata.get("autograder") or {}).get("verdict") or {}
-        grade.auto_score = float(grade.max_score) if result.get("passed") is True else 0.0
-        grade.needs_manual_grade = grade.manual_score is not None
-        self.gradebook.db.commit()
-        return None
