@@ -46,7 +46,7 @@ def files(folder: Path) -> list[str]:
 
 def test_student_edition_holds_lessons_launcher_readme_and_requirements(student):
     expected = {".edition.json", ".gitignore", "README.md", "lessons/START-HERE.md", "lab.py",
-                "requirements.txt"}
+                "requirements.txt", "LICENSE"}
     expected |= {f"jupyter/{p}" for p in files(edition.LAB_CONFIG)}
     for assignment in ASSIGNMENTS:
         expected |= {f"lessons/{assignment}/{p}" for p in files(NOTEBOOKS / assignment)
@@ -248,6 +248,15 @@ def test_solutions_download_is_separate_and_holds_no_grader_material(tmp_path):
     text = (dest / "04_checkpoint_engine" / "checkpoint_engine.ipynb").read_text()
     assert "q2 = 22.0" in text  # what self-learners came for
     assert "README.md" in files(dest)
+    assert (dest / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+
+
+def test_every_release_carries_the_licence(student):
+    """Code MIT, course text CC BY 4.0, in the file and in the edition's README."""
+    text = (student / "LICENSE").read_text()
+    assert text == (ROOT / "LICENSE").read_text()
+    assert "MIT License" in text and "CC BY 4.0" in text
+    assert "CC BY 4.0" in (student / "README.md").read_text()
 
 
 # ---- the launcher -------------------------------------------------------------------------

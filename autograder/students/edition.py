@@ -6,6 +6,7 @@ reference engine and the grader. Students get the **student edition** instead::
     DIR/README.md            for students: one command to start, how lessons and checks work
     DIR/lab.py               the launcher: sets up .venv, seeds my-work/, starts JupyterLab
     DIR/requirements.txt     what students install: requirements-student.txt as it is
+    DIR/LICENSE              the course's licence (code MIT, course text CC BY 4.0)
     DIR/jupyter/             the student JupyterLab's settings (Validate on, instructor
                              tools off, Validate's time limit, Markdown opens rendered)
     DIR/lessons/NN_name/     the released notebooks (notebooks/) and coursekit.py
@@ -43,6 +44,7 @@ FILES = HERE / "payload"  # README.md and gitignore of the student edition
 LAB_CONFIG = FILES / "jupyter"
 START_PAGE = SHARED / "START-HERE.md"
 STUDENT_REQUIREMENTS = ROOT / "requirements-student.txt"  # the one list of students' packages
+LICENSE = ROOT / "LICENSE"  # code MIT, course text CC BY 4.0; ships with every release
 MARKER = ".edition.json"  # what kind of release a folder holds
 KEEP = {".git", "my-work", ".venv", MARKER}  # never removed when releasing again
 SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
@@ -213,6 +215,7 @@ def build_student_edition(dest: Path, selected: list[str] | None = None) -> list
     shutil.copy(FILES / "README.md", dest / "README.md")
     shutil.copy(FILES / "gitignore", dest / ".gitignore")
     shutil.copy(STUDENT_REQUIREMENTS, dest / "requirements.txt")
+    shutil.copy(LICENSE, dest / "LICENSE")
     return _files(dest)
 
 
@@ -226,6 +229,7 @@ def build_solutions(dest: Path, selected: list[str] | None = None) -> list[str]:
     for assignment in chosen:
         shutil.copytree(SOLUTIONS / assignment, dest / assignment, ignore=SKIP)
     shutil.copy(FILES / "SOLUTIONS-README.md", dest / "README.md")
+    shutil.copy(LICENSE, dest / "LICENSE")
     return _files(dest)
 
 
