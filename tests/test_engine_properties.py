@@ -139,7 +139,7 @@ def run(program, leaves, ops):
 
 
 @st.composite
-def programs(draw, min_steps=1, max_steps=10):
+def programs(draw, min_steps=1, max_steps=10):  # noqa: C901 (one branch per op)
     """(leaf values, program), with every intermediate value in a safe domain."""
     n_leaves = draw(st.integers(2, 4))
     leaf_values = [

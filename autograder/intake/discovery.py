@@ -42,18 +42,7 @@ def discover(course: Course, assignments: list[str] | None, students: list[str] 
             problems.append(f"submitted/{sdir.name}: a hidden folder is not a student: "
                             "not graded")
             continue
-        for adir in sorted(sdir.iterdir(), key=lambda p: p.name):
-            if adir.name in IGNORED:
-                continue
-            if not adir.is_dir():
-                problems.append(f"submitted/{sdir.name}/{adir.name} is not in an assignment "
-                                "folder: not graded")
-            elif adir.name not in known:
-                if not wanted_a:
-                    problems.append(f"submitted/{sdir.name}/{adir.name}: no such assignment "
-                                    "in source/: not graded")
-            elif not wanted_a or adir.name in wanted_a:
-                found.append(Submission(sdir.name, adir.name, adir))
+        found += _assignments_of(sdir, known, wanted_a, problems)
     have = {s.student for s in found}
     for student in wanted_s:
         if student not in have:
@@ -65,6 +54,27 @@ def discover(course: Course, assignments: list[str] | None, students: list[str] 
                             "nbgrader's formgrader and feedback cannot handle: rename "
                             "the folder")
     return found, problems
+
+
+
+def _assignments_of(sdir: Path, known: set[str], wanted: list[str], problems: list[str],
+                    ) -> list[Submission]:
+    """One student's submitted assignment folders (``wanted`` ones, or all); what else is
+    in the student's folder goes to ``problems``."""
+    found = []
+    for adir in sorted(sdir.iterdir(), key=lambda p: p.name):
+        if adir.name in IGNORED:
+            continue
+        if not adir.is_dir():
+            problems.append(f"submitted/{sdir.name}/{adir.name} is not in an assignment "
+                            "folder: not graded")
+        elif adir.name not in known:
+            if not wanted:
+                problems.append(f"submitted/{sdir.name}/{adir.name}: no such assignment "
+                                "in source/: not graded")
+        elif not wanted or adir.name in wanted:
+            found.append(Submission(sdir.name, adir.name, adir))
+    return found
 
 
 def folder_digest(folder: Path) -> str:

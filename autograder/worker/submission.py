@@ -316,15 +316,7 @@ def restore_cells(nb: nbformat.NotebookNode, exp: Expected) -> list[Note]:
     notes: list[Note] = []
     counts = Counter()
     changed, edited = [], []
-    last = {}
-    for i, cell in enumerate(nb.cells):
-        md = cell.get("metadata", {}).get("nbgrader")
-        if md is None:
-            continue
-        if not isinstance(md, dict) or not isinstance(md.get("grade_id"), str):
-            del cell.metadata["nbgrader"]  # nbgrader's OverwriteCells fails on these
-            continue
-        last[md["grade_id"]] = i
+    last = _last_positions(nb)
     for i, cell in enumerate(nb.cells):
         md = cell.get("metadata", {}).get("nbgrader")
         if md is None:
@@ -356,7 +348,26 @@ def restore_cells(nb: nbformat.NotebookNode, exp: Expected) -> list[Note]:
     if copies:
         notes.append(Note(f"duplicated cells: {_names(copies)} (the last copy is graded)"))
 
-    present = set(counts)
+    return notes + _put_back(nb, exp, set(counts))
+
+
+def _last_positions(nb: nbformat.NotebookNode) -> dict[str, int]:
+    """Where the last cell of each grade id is; unusable nbgrader metadata is removed."""
+    last = {}
+    for i, cell in enumerate(nb.cells):
+        md = cell.get("metadata", {}).get("nbgrader")
+        if md is None:
+            continue
+        if not isinstance(md, dict) or not isinstance(md.get("grade_id"), str):
+            del cell.metadata["nbgrader"]  # nbgrader's OverwriteCells fails on these
+            continue
+        last[md["grade_id"]] = i
+    return last
+
+
+def _put_back(nb: nbformat.NotebookNode, exp: Expected, present: set[str]) -> list[Note]:
+    """Put the course's cells that are not ``present`` back where they belong."""
+    notes: list[Note] = []
     missing = [spec for spec in exp.cells if spec.name not in present]
     if not missing:
         return notes

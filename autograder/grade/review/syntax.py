@@ -338,7 +338,7 @@ def modules_of(path: str) -> set[str]:
 TOKEN = re.compile(r"[^\W\d]\w*|\S")  # a word or one other character: linear
 
 
-def text_flags(text: str, line0: int = 0) -> list[tuple[int, str, str]]:
+def text_flags(text: str, line0: int = 0) -> list[tuple[int, str, str]]:  # noqa: C901 (a branch per kind of word)
     """(line, what, class) found by reading ``text`` as words, for code that does not
     parse: imports, dotted names, the attribute names of the tables, calls of exec."""
     text = unicodedata.normalize("NFKC", text)
