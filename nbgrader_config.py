@@ -2,6 +2,7 @@
 
 source/<assignment>/   instructor notebooks (solutions + hidden tests), written by hand
 notebooks/<assignment>/ student versions, made by `nbgrader generate_assignment`
+source/.shared/coursekit.py  the students' helper module, linked into each assignment folder
 submitted/, autograded/, feedback/, gradebook.db: a class's grading state (not in git)
 """
 
@@ -13,6 +14,16 @@ c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this f
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 if COURSE_ROOT not in sys.path:  # so nbgrader (CLI and formgrader) finds autograder.feedback
     sys.path.append(COURSE_ROOT)
+
+# coursekit.py is in git once, source/.shared/coursekit.py: every assignment folder in
+# source/, notebooks/ and solutions/ gets it as a link (a copy where links are impossible)
+# here, before any nbgrader command (formgrader too) copies an assignment's files.
+from autograder.course import CoursekitError, place_coursekit  # noqa: E402
+
+try:
+    place_coursekit(COURSE_ROOT)
+except CoursekitError as exc:
+    print(f"warning: {exc}", file=sys.stderr)
 
 c.CourseDirectory.root = COURSE_ROOT
 c.CourseDirectory.course_id = "autograd-from-scratch"
@@ -51,7 +62,8 @@ c.Autograde.sanitize_preprocessors = [
 ]
 
 # Autograde copies every non-notebook file of source/<assignment>/ over the submission
-# (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy.
+# (Autograde.exclude_overwriting stays empty), so coursekit.py is always the course's copy
+# (nbgrader copies what the link points to; so does release_assignment, into the exchange).
 
 # Feedback never shows hidden tests, grader tracebacks or grader source
 # (autograder/feedback/pages.py), and nothing from a submission is active in it: no script,

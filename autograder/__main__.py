@@ -110,7 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .course import CoursekitError, place_coursekit
+
     args = build_parser().parse_args(argv)
+    try:  # every assignment folder gets its coursekit.py (a link to source/.shared/)
+        place_coursekit()
+    except CoursekitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.FAILED
     return args.run(args)
 
 

@@ -10,21 +10,82 @@ import copy
 import functools
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .errors import GraderError
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
-SHARED = SOURCE / ".shared"  # coursekit.py, linked into every assignment folder
+SHARED = SOURCE / ".shared"  # coursekit.py (only here in git), START-HERE.md
+KIT = "coursekit.py"  # the students' helper module, placed in every assignment folder
 RECORD = ".autograder.json"  # autograded/<student>/<assignment>/: what grade recorded
 
 
 def assignments(source: Path = SOURCE) -> list[str]:
     """Assignment folders in course order (nbgrader skips names starting with a dot)."""
     return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+class CoursekitError(GraderError):
+    """coursekit.py could not be placed in an assignment folder (one line says why)."""
+
+
+def link_coursekit(folder: Path, shared: Path = SHARED / KIT, *, keep_copy: bool = True
+                   ) -> bool:
+    """Make ``folder/coursekit.py`` a relative link to ``shared`` (a copy where this system
+    cannot link); return whether it changed. A right link is left alone, and so, with
+    ``keep_copy``, is a regular file with the same bytes (a copied course's, nbgrader's).
+    A missing, broken or other link and a stale copy are replaced, in one step."""
+    folder = Path(folder)
+    dest = folder / KIT
+    target = os.path.relpath(shared, folder)
+    try:
+        if dest.is_symlink():
+            if os.readlink(dest) == target:
+                return False
+        elif dest.is_dir():
+            raise CoursekitError(f"{dest} is a folder: remove it, it should be coursekit.py")
+        elif keep_copy and dest.is_file() and dest.read_bytes() == shared.read_bytes():
+            return False
+        temp = folder / f".{KIT}.{os.getpid()}.{id(dest):x}.tmp"
+        try:
+            try:
+                os.symlink(target, temp)
+            except OSError:  # no symlinks here (Windows without the right): a copy
+                shutil.copyfile(shared, temp)
+            os.replace(temp, dest)
+        finally:
+            if temp.is_symlink() or temp.exists():
+                temp.unlink()
+    except OSError as exc:
+        raise CoursekitError(f"cannot place {KIT} in {folder}: {exc.strerror or exc}") from None
+    return True
+
+
+def place_coursekit(root: Path = ROOT) -> list[Path]:
+    """Give every assignment folder of the course at ``root`` that exists, in ``source/``,
+    ``notebooks/`` and ``solutions/``, its ``coursekit.py``: a link to the one in git,
+    ``source/.shared/coursekit.py`` (``link_coursekit``). Return the files it wrote.
+
+    Called wherever the course is opened (nbgrader_config.py, so by every nbgrader
+    command; ``python -m autograder``; ``open_course``; scripts/setup; the tests), so a
+    fresh clone needs no extra step. Raises CoursekitError if a folder cannot be written."""
+    root = Path(root)
+    shared = root / "source" / ".shared" / KIT
+    if not shared.is_file():
+        return []
+    written = []
+    for top in ("source", "notebooks", "solutions"):
+        if (root / top).is_dir():
+            for name in assignments(root / top):
+                if link_coursekit(root / top / name, shared):
+                    written.append(root / top / name / KIT)
+    return written
 
 
 def venv_path() -> None:
@@ -125,6 +186,7 @@ def open_course(root: Path | str | None = None, db_url: str | None = None) -> Co
     venv_path()
     root = Path(root or ROOT).resolve()
     source = root / "source" if (root / "source").is_dir() else SOURCE
+    place_coursekit(source.parent)
     settings = {"root": str(root), "source_directory": str(source)}
     if db_url:
         settings["db_url"] = db_url

@@ -1,9 +1,14 @@
 """Shared by every test: nothing one test's code under test changes in this process
-leaks into the next."""
+leaks into the next; every assignment folder has its coursekit.py, as in a course opened
+any other way (a fresh clone has none: git holds only source/.shared/coursekit.py)."""
 
 import sys
 
 import pytest
+
+from autograder.course import place_coursekit
+
+place_coursekit()
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,9 @@
 
 Both carry ``metadata.course.source_digest``, a hash of the assignment's source folder,
 so ``check_generated`` (and a test) can tell when either folder is stale.
+
+``coursekit.py`` is in git once (``source/.shared/``); in each generated folder it is a
+link to that file, like in ``source/<assignment>/`` (``course.place_coursekit``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,17 @@ from pathlib import Path
 import nbformat
 
 from .. import markers
-from ..course import NOTEBOOKS, SOLUTIONS, SOURCE, assignments, nbgrader_api
+from ..course import (
+    KIT,
+    NOTEBOOKS,
+    SHARED,
+    SOLUTIONS,
+    SOURCE,
+    assignments,
+    link_coursekit,
+    nbgrader_api,
+    place_coursekit,
+)
 
 GENERATOR_VERSION = "1"  # bump to force every generated notebook to count as stale
 
@@ -31,13 +44,17 @@ class GenerateError(RuntimeError):
 
 
 def source_digest(assignment: str, source: Path = SOURCE) -> str:
-    """A hash of everything in the assignment's source folder (links followed)."""
+    """A hash of everything in the assignment's source folder (links followed), with
+    ``coursekit.py`` always the course's shared one, whether its link is there yet or not."""
     h = hashlib.sha256(GENERATOR_VERSION.encode())
     folder = source / assignment
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        if "__pycache__" in path.parts or ".ipynb_checkpoints" in path.parts:
+    files = {p.relative_to(folder): p for p in folder.rglob("*") if p.is_file()}
+    if (source / ".shared" / KIT).is_file():
+        files[Path(KIT)] = source / ".shared" / KIT
+    for rel in sorted(files):
+        if "__pycache__" in rel.parts or ".ipynb_checkpoints" in rel.parts:
             continue
-        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(str(rel).encode() + b"\0" + files[rel].read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -85,8 +102,9 @@ def solve(assignment: str, dest_root: Path = SOLUTIONS, timeout: int = 120) -> P
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for path in src.iterdir():
-        if path.is_file() and path.suffix != ".ipynb":
-            shutil.copy(path, out / path.name)  # follows the coursekit.py link
+        if path.is_file() and path.suffix != ".ipynb" and path.name != KIT:
+            shutil.copy(path, out / path.name)
+    link_coursekit(out, SHARED / KIT, keep_copy=False)
     for source_nb in sorted(src.glob("*.ipynb")):
         nb = solution_notebook(source_nb)
         client = NotebookClient(
@@ -101,8 +119,10 @@ def solve(assignment: str, dest_root: Path = SOLUTIONS, timeout: int = 120) -> P
 
 
 def generate(selected: list[str] | None = None, solutions: bool = True) -> None:
+    place_coursekit(SOURCE.parent)  # source/<assignment>/coursekit.py, for nbgrader to copy
     for assignment in selected or assignments():
         print(f"{assignment}: student version -> {release(assignment).relative_to(SOURCE.parent)}")
+        link_coursekit(NOTEBOOKS / assignment, SHARED / KIT, keep_copy=False)  # not a copy
         if solutions:
             print(f"{assignment}: solutions -> {solve(assignment).relative_to(SOURCE.parent)}")
 
@@ -111,6 +131,7 @@ def check_generated(selected: list[str] | None = None) -> list[str]:
     """Why notebooks/ or solutions/ is out of date with source/ (an empty list if not)."""
     problems: list[str] = []
     wanted = selected or assignments()
+    place_coursekit(SOURCE.parent)  # what nbgrader's fresh release copies, and compared with
     for folder in (NOTEBOOKS, SOLUTIONS):
         extra = sorted(set(assignments(folder) if folder.exists() else []) - set(assignments()))
         problems += [f"{folder.name}/{name} has no source/{name}" for name in extra]
