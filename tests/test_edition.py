@@ -59,6 +59,18 @@ def test_student_edition_holds_lessons_launcher_readme_and_requirements(student)
                     == path.read_bytes()
 
 
+def test_every_lesson_holds_coursekit_as_a_real_file(student, tmp_path):
+    """notebooks/<lesson>/coursekit.py is a link to source/.shared/coursekit.py (the only
+    one in git); the student edition and the solutions download hold the file itself."""
+    shared = (SOURCE / ".shared" / "coursekit.py").read_bytes()
+    assert edition.release(tmp_path / "solutions", solutions=True) == 0
+    for folder in [student / "lessons", tmp_path / "solutions"]:
+        for assignment in ASSIGNMENTS:
+            kit = folder / assignment / "coursekit.py"
+            assert kit.is_file() and not kit.is_symlink(), kit
+            assert kit.read_bytes() == shared, kit
+
+
 def test_student_edition_holds_nothing_secret(student, secrets):
     assert edition.leaks(student, secrets) == []
     names = {part for p in student.rglob("*") for part in p.relative_to(student).parts}
