@@ -25,7 +25,8 @@ def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
 
 
 def _limits(args: argparse.Namespace):
-    """``Limits``' defaults, the course's settings, then what the command line gave."""
+    """``Limits``' defaults, the course's settings (``c.Limits`` in nbgrader_config.py),
+    then what the command line gave."""
     from .course import nbgrader_config
     from .kernel.limits import Limits, parse_size
 
@@ -160,20 +161,22 @@ def add_grading_commands(sub) -> None:
     p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
     defaults = Limits()
     p.add_argument("--cell-timeout", type=int, metavar="S",
-                   help="seconds per cell (default: Execute.timeout in nbgrader_config.py, "
-                        f"else {defaults.cell_timeout})")
+                   help="seconds per cell (default: c.Limits.cell_timeout, else "
+                        f"c.Execute.timeout in nbgrader_config.py, else {defaults.cell_timeout})")
     p.add_argument("--wall-limit", type=int, metavar="S",
-                   help=f"seconds per notebook (default: {defaults.wall})")
+                   help=f"seconds per notebook (default: c.Limits.wall, else {defaults.wall})")
     p.add_argument("--memory", metavar="SIZE",
-                   help=f"memory per grading kernel (default: {defaults.memory // GiB}G)")
+                   help="memory per grading kernel (default: c.Limits.memory, else "
+                        f"{defaults.memory // GiB}G)")
     p.add_argument("--attempts", type=int, metavar="N",
                    help="runs of a notebook whose kernel crashes or hangs (default: "
-                        f"{defaults.attempts})")
+                        f"c.Limits.attempts, else {defaults.attempts})")
     box = p.add_mutually_exclusive_group()
     box.add_argument("--require-sandbox", dest="sandbox", action="store_const", const="require",
                      help="fail (exit 2) if grading kernels cannot run in a bubblewrap sandbox")
     box.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
-                     help="run grading kernels unsandboxed (default: sandboxed when possible)")
+                     help="run grading kernels unsandboxed (default: c.Limits.sandbox, else "
+                          "sandboxed when possible)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     _common(p)
     p.set_defaults(run=_grade)

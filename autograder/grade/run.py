@@ -36,7 +36,6 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -218,7 +217,7 @@ def grade(
     stream = stream or sys.stdout
     course = open_course(root, db_url)
     limits = limits or oslimits.Limits.for_course(course.config)
-    limits = replace(limits, sandbox=check_for_grading(limits.sandbox, stream))
+    limits = limits.replace(sandbox=check_for_grading(limits.sandbox, stream))
     jobs = jobs or len(os.sched_getaffinity(0))
     unknown = [a for a in assignments or [] if a not in course.assignments()]
     if unknown:

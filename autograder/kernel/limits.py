@@ -4,8 +4,12 @@ started is found and killed afterwards.
 - ``Limits``: the per-cell time limit, the whole-notebook wall limit, the kernel's memory
   (``RLIMIT_AS``), how many extra processes it may start (``RLIMIT_NPROC``, which root
   ignores), the largest file it may write, how much output one cell may keep and how many
-  bytes its kernel may send, its CPU share (cgroups.py) and its CPU time (``RLIMIT_CPU``
-  per process, and the whole group's where cgroups count it).
+  bytes its kernel may send, its CPU share (cgroups.py), its CPU time (``RLIMIT_CPU``
+  per process, and the whole group's where cgroups count it) and the sandbox mode. It is
+  traitlets configuration, ``c.Limits.<name>`` in nbgrader_config.py, so ``grade``,
+  ``nbgrader autograde`` and formgrader grade under the same limits: GuardedExecute and
+  the kernel managers (sandbox.py) read ``Limits(config=...)`` of their configuration,
+  into which a grading worker writes its job's limits.
 - The limits are the kernel's own: ``kernel_command`` wraps the kernel's command line in a
   few lines of Python that set them (and ``TASK_MARKER=<token>`` in its environment) and
   then exec the kernel, so the grading worker itself (a Dask worker) is never limited.
@@ -23,51 +27,138 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+
+from traitlets import Enum, Float, Integer, TraitError, default
+from traitlets.config import Config, Configurable
+
+from ..errors import GraderError
 
 MARKER = "AUTOGRADER_WORKER"  # a grade run's local workers and everything they start
 TASK_MARKER = "AUTOGRADER_TASK"  # one task's kernels and everything they start
 GiB = 1024**3
 MiB = 1024**2
 PR_SET_CHILD_SUBREAPER = 36
+SANDBOX_MODES = ("auto", "require", "off")  # Limits.sandbox (sandbox.py)
 
 
-@dataclass
-class Limits:
-    """What one submission may use while it is graded. These are the defaults; the
-    command line (``grade --cell-timeout ...``) overrides them."""
+class LimitError(GraderError):
+    """A limit that is not a value it can take (nbgrader_config.py or the command line)."""
 
-    cell_timeout: int = 60  # seconds one cell may run before it is interrupted
-    wall: int = 300  # seconds a whole notebook may run
-    memory: int = 3 * GiB  # address space of each kernel
-    processes: int = 256  # processes a kernel may add (only enforced for non-root users)
-    file_size: int = 1 * GiB  # the largest file a kernel may write
-    output: int = 1_000_000  # bytes of output kept per cell; the rest is dropped
-    message: int = 32 * MiB  # the largest message a kernel may send (over ZeroMQ)
-    sent: int = 256 * MiB  # bytes a kernel may send while one cell runs
-    log: int = 64 * 1024  # bytes kept of the kernel's own stdout and stderr (kernel.log)
-    cpus: float = 1.0  # cores a kernel and all its processes share (cgroups.py)
-    cpu_time: int = 0  # CPU seconds a kernel may use in all (0: the notebook's wall limit)
-    attempts: int = 3  # runs of a notebook at most (after a crash the rest is run again)
-    sandbox: str = "auto"  # kernels under bubblewrap: auto, require or off (sandbox.py)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+class Bytes(Integer):
+    """A number of bytes: an int, or a size such as "3G" or "512M" (``parse_size``)."""
+
+    info_text = "a number of bytes or a size such as 3G or 512M"
+
+    def validate(self, obj, value):
+        if isinstance(value, str):
+            try:
+                value = parse_size(value)
+            except ValueError:
+                self.error(obj, value)
+        return super().validate(obj, value)
+
+    def from_string(self, s: str) -> str:
+        return s  # --Limits.memory=3G on nbgrader's command line: validate() reads it
+
+
+class Limits(Configurable):
+    """What one submission may use while it is graded: ``c.Limits.<name>`` in
+    nbgrader_config.py, read alike by ``grade``, ``nbgrader autograde`` and formgrader.
+    ``grade``'s command line overrides some for one run (``for_course``), and its workers
+    get the run's values as configuration (``as_config``)."""
+
+    cell_timeout = Integer(min=0, help="seconds one cell may run before it is interrupted "
+                           "(0: no limit; default: c.Execute.timeout, else 60)").tag(config=True)
+    wall = Integer(300, min=0, help="seconds a whole notebook may run (0: no limit)").tag(
+        config=True)
+    memory = Bytes(3 * GiB, min=1, help="address space of each kernel").tag(config=True)
+    processes = Integer(256, min=0, help="processes a kernel may add (only enforced for "
+                        "non-root users)").tag(config=True)
+    file_size = Bytes(1 * GiB, min=0, help="the largest file a kernel may write").tag(
+        config=True)
+    output = Bytes(1_000_000, min=0, help="bytes of output kept per cell; the rest is "
+                   "dropped").tag(config=True)
+    message = Bytes(32 * MiB, min=1, help="the largest message a kernel may send (over "
+                    "ZeroMQ)").tag(config=True)
+    sent = Bytes(256 * MiB, min=1, help="bytes a kernel may send while one cell runs").tag(
+        config=True)
+    log = Bytes(64 * 1024, min=0, help="bytes kept of the kernel's own stdout and stderr "
+                "(kernel.log)").tag(config=True)
+    cpus = Float(1.0, min=0.01, help="cores a kernel and all its processes share "
+                 "(cgroups.py)").tag(config=True)
+    cpu_time = Integer(0, min=0, help="CPU seconds a kernel may use in all (0: the "
+                       "notebook's wall limit)").tag(config=True)
+    attempts = Integer(3, min=1, help="runs of a notebook at most (after a crash the rest "
+                       "is run again)").tag(config=True)
+    sandbox = Enum(SANDBOX_MODES, "auto", help="kernels under bubblewrap: auto (when this "
+                   "machine can), require or off (sandbox.py)").tag(config=True)
+
+    def __init__(self, **kwargs):
+        """``Limits(wall=240, ...)``, ``Limits(config=...)`` or ``Limits(parent=...)``:
+        the defaults, then ``c.Limits`` of the configuration, then the values given."""
+        unknown = set(kwargs) - set(self.names()) - {"config", "parent"}
+        if unknown:
+            raise TypeError(f"Limits has no {', '.join(sorted(unknown))}")
+        try:
+            super().__init__(**kwargs)
+        except TraitError as exc:
+            found = re.search(r"'(\w+)' trait", str(exc))
+            setting = f"c.Limits.{found.group(1)}" if found else "c.Limits"
+            raise LimitError(f"bad limit {setting} (nbgrader_config.py, or grade's command "
+                             f"line): {exc}") from None
+
+    @default("cell_timeout")
+    def _execute_timeout(self) -> int:
+        """nbgrader's own per-cell limit, ``c.Execute.timeout``, when ``c.Limits.
+        cell_timeout`` is not set (a new section is not made by looking)."""
+        timeout = self.config.get("Execute", {}).get("timeout")
+        return timeout if isinstance(timeout, int) and timeout > 0 else 60
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The limits, in the order they are defined."""
+        settings = cls.class_traits(config=True)
+        return [name for name in vars(cls) if name in settings]
 
     @classmethod
     def for_course(cls, config=None, **given) -> Limits:
-        """These defaults, then the course's per-cell limit (``Execute.timeout`` in
-        nbgrader_config.py), then the values ``given`` that are not None."""
-        limits = cls()
-        timeout = (config or {}).get("Execute", {}).get("timeout")
-        if isinstance(timeout, int) and timeout > 0:
-            limits.cell_timeout = timeout
-        for name, value in given.items():
-            if value is not None:
-                setattr(limits, name, value)
-        return limits
+        """The defaults, then the course's ``config`` (nbgrader_config.py: ``c.Limits``,
+        and ``c.Execute.timeout`` per cell unless ``c.Limits.cell_timeout`` is set), then
+        the values ``given`` that are not None (the command line)."""
+        chosen = {name: value for name, value in given.items() if value is not None}
+        return cls(config=Config(config or {}), **chosen)
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.names()}
+
+    def as_config(self) -> Config:
+        """These values as configuration, ``c.Limits.<name>``: given to nbgrader's
+        Autograde by a grading worker, they win over the course's own settings."""
+        return Config({"Limits": self.as_dict()})
+
+    def replace(self, **changes) -> Limits:
+        """A copy with ``changes`` (like ``dataclasses.replace``)."""
+        return type(self)(**{**self.as_dict(), **changes})
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Limits):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    __hash__ = None  # equal by value, and mutable
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={value!r}" for name, value in self.as_dict().items())
+        return f"Limits({values})"
+
+    def __reduce__(self):
+        """Pickled (in a ``Job``, to Dask workers) as its values alone: not the
+        configuration or parent it was made with."""
+        return _from_values, (self.as_dict(),)
 
     def run_seconds(self, notebooks: int) -> float:
         """How long one run of a submission's ``notebooks`` may take in all, beyond which
@@ -82,6 +173,10 @@ class Limits:
     def describe(self) -> str:
         return (f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
                 f"{self.memory / GiB:g} GiB of memory")
+
+
+def _from_values(values: dict) -> Limits:
+    return Limits(**values)
 
 
 def parse_size(text: str) -> int:

@@ -1,0 +1,82 @@
+"""``Limits`` is traitlets configuration (``c.Limits.<name>`` in nbgrader_config.py): what
+``grade``, ``nbgrader autograde`` and formgrader read alike, and what travels to a grading
+worker inside a ``Job``."""
+
+from __future__ import annotations
+
+import pickle
+
+import cloudpickle
+import pytest
+from traitlets.config import Config
+
+from autograder.kernel.limits import GiB, LimitError, Limits
+from autograder.messages import Job
+
+A = "01_value"
+
+
+def course_config(**limits) -> Config:
+    """A configuration as nbgrader_config.py gives it: ``c.Execute.timeout`` and
+    ``c.Limits`` set to ``limits``."""
+    config = Config()
+    config.Execute.timeout = 25
+    for name, value in limits.items():
+        setattr(config.Limits, name, value)
+    return config
+
+
+def test_limits_are_read_from_c_limits():
+    limits = Limits(config=course_config(wall=8, memory="2G", sandbox="off", cpus=0.5))
+    assert (limits.wall, limits.memory, limits.sandbox, limits.cpus) == (8, 2 * GiB, "off", 0.5)
+    assert limits.output == Limits().output  # what the configuration leaves out: the default
+
+
+def test_limits_given_on_nbgrader_s_command_line_are_read_too():
+    from traitlets.config.loader import KVArgParseConfigLoader
+
+    config = KVArgParseConfigLoader(["--Limits.memory=2G", "--Limits.wall=8"]).load_config()
+    assert (Limits(config=config).memory, Limits(config=config).wall) == (2 * GiB, 8)
+
+
+def test_the_per_cell_limit_is_execute_timeout_unless_c_limits_sets_one():
+    assert Limits().cell_timeout == 60
+    assert Limits(config=course_config()).cell_timeout == 25
+    assert Limits(config=course_config(cell_timeout=40)).cell_timeout == 40
+
+
+def test_for_course_gives_defaults_then_the_course_then_the_command_line():
+    config = course_config(wall=200, attempts=5)
+    limits = Limits.for_course(config, wall=100, memory=None, cell_timeout=None)
+    assert (limits.cell_timeout, limits.wall, limits.attempts) == (25, 100, 5)
+    assert limits.memory == Limits().memory
+    assert Limits.for_course(None, cell_timeout=5).cell_timeout == 5
+    assert Limits.for_course({"Limits": {"wall": 7}}).wall == 7  # a plain dict is fine too
+
+
+def test_limits_pickle_as_their_values_alone():
+    limits = Limits(config=course_config(wall=9), memory=2 * GiB)
+    for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
+        back = loads(dumps(limits))
+        assert back == limits and back.config == Config()
+    job = Job(1, "ann", A, "course", "digest", {}, limits=limits)
+    assert cloudpickle.loads(cloudpickle.dumps(job)).limits == limits
+
+
+def test_equality_keywords_repr_and_replace():
+    limits = Limits(cell_timeout=10, wall=240)
+    assert limits == Limits(**limits.as_dict()) and limits != Limits()
+    assert repr(limits).startswith("Limits(cell_timeout=10, wall=240, memory=")
+    assert limits.replace(sandbox="off") == Limits(cell_timeout=10, wall=240, sandbox="off")
+    assert limits.sandbox == "auto"
+    with pytest.raises(TypeError, match="no wal"):
+        Limits(wal=10)
+
+
+@pytest.mark.parametrize("setting, value", [("memory", "lots"), ("wall", -5),
+                                            ("sandbox", "maybe"), ("cpus", 0)])
+def test_a_bad_setting_is_one_line_naming_it(setting, value):
+    with pytest.raises(LimitError) as raised:
+        Limits(config=course_config(**{setting: value}))
+    said = str(raised.value)
+    assert said.startswith(f"bad limit c.Limits.{setting} ") and "\n" not in said, said
