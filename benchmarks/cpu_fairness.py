@@ -63,6 +63,7 @@ while True: pass
 RUNNER = """
 import json, sys, time
 import nbformat
+from autograder.kernel.limits import Limits
 from autograder.preprocessors.execute import GuardedExecute
 cells, folder, timeout = json.loads(sys.argv[1])
 nb = nbformat.v4.new_notebook(
@@ -70,8 +71,8 @@ nb = nbformat.v4.new_notebook(
     metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "py"}})
 for cell in nb.cells:
     cell.metadata["nbgrader"] = {}
-ex = GuardedExecute(timeout=timeout, shutdown_kernel="immediate", iopub_timeout=10,
-                    extra_arguments=["--HistoryManager.hist_file=:memory:"])
+ex = GuardedExecute(config=Limits(cell_timeout=timeout).as_config(), shutdown_kernel="immediate",
+                    iopub_timeout=10, extra_arguments=["--HistoryManager.hist_file=:memory:"])
 start = time.monotonic()
 ex.preprocess(nb, {"nbgrader": {"notebook": "n"}, "metadata": {"path": folder}})
 print(json.dumps(time.monotonic() - start))

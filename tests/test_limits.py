@@ -11,6 +11,7 @@ import pytest
 from traitlets.config import Config
 
 from autograder.kernel.limits import GiB, LimitError, Limits
+from autograder.kernel.sandbox import LimitedKernelManager
 from autograder.messages import Job
 
 A = "01_value"
@@ -80,3 +81,18 @@ def test_a_bad_setting_is_one_line_naming_it(setting, value):
         Limits(config=course_config(**{setting: value}))
     said = str(raised.value)
     assert said.startswith(f"bad limit c.Limits.{setting} ") and "\n" not in said, said
+
+
+def test_the_kernel_manager_reads_the_limits_of_its_configuration():
+    config = course_config(memory="1G", message="8M")
+    assert LimitedKernelManager(config=config).limits == Limits(config=config)
+    assert LimitedKernelManager().limits == Limits()
+
+
+def test_a_workers_configuration_carries_the_jobs_limits_over_the_courses(tmp_path):
+    from autograder.course import ROOT
+    from autograder.worker.task import Worker
+
+    job = Job(1, "ann", A, "course", "digest", {}, limits=Limits(wall=11, sandbox="off"))
+    config = Worker().config(job, ROOT, tmp_path, "value", {}, "token")
+    assert Limits(config=config) == job.limits

@@ -7,6 +7,7 @@ import json
 import nbformat
 from helpers import SOLUTIONS, grade_id, is_test_cell, notebook_path
 
+from autograder.kernel.limits import Limits
 from autograder.preprocessors.execute import GuardedExecute
 
 A = "01_value"
@@ -25,7 +26,7 @@ def test_the_probe_keeps_to_a_namespace_of_its_own(tmp_path):
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    ex = GuardedExecute(timeout=60, sandbox="off", shutdown_kernel="immediate",
+    ex = GuardedExecute(config=Limits(sandbox="off").as_config(), shutdown_kernel="immediate",
                         extra_arguments=["--HistoryManager.hist_file=:memory:"])
     path = notebook_path(SOLUTIONS, A)
     ex.preprocess(nb, {"nbgrader": {"notebook": path.stem, "assignment": A},

@@ -40,6 +40,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
 
 from autograder.kernel import bwrap, cgroups, sandbox
+from autograder.kernel.limits import Limits
 from autograder.kernel.sandbox import SandboxedKernelManager, sandbox_status
 
 STATUS = sandbox_status()
@@ -380,7 +381,8 @@ def test_a_kernel_that_ignores_interrupts_is_killed_with_everything_it_started(f
         """, "print('never')")
     for cell in nb.cells:
         cell.metadata["nbgrader"] = {}
-    ex = GuardedExecute(timeout=3, sandbox="require", shutdown_kernel="immediate",
+    limits = Limits(cell_timeout=3, sandbox="require")
+    ex = GuardedExecute(config=limits.as_config(), shutdown_kernel="immediate",
                         extra_arguments=["--HistoryManager.hist_file=:memory:"])
     resources = {"nbgrader": {"notebook": "stuck"}, "metadata": {"path": str(folder)}}
     del RUNS[:]

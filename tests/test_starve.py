@@ -37,7 +37,7 @@ needs_cgroups = pytest.mark.skipif(CPU.level == cgroups.NONE,
 RUNNER = """
 import json, sys, time
 import nbformat
-from traitlets.config import Config
+from autograder.kernel.limits import Limits
 from autograder.preprocessors.execute import RUNS, GuardedExecute
 spec = json.loads(sys.argv[1])
 nb = nbformat.v4.new_notebook(
@@ -45,11 +45,9 @@ nb = nbformat.v4.new_notebook(
     metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "py"}})
 for cell in nb.cells:
     cell.metadata["nbgrader"] = {}
-cfg = Config()
-cfg.LimitedKernelManager.limits = spec.get("limits", {})
-cfg.LimitedKernelManager.kernel_log = spec.get("log", "")
-ex = GuardedExecute(config=cfg, timeout=spec.get("timeout", 60), sandbox=spec["sandbox"],
-                    shutdown_kernel="immediate", iopub_timeout=10,
+cfg = Limits(cell_timeout=spec["timeout"], sandbox=spec["sandbox"], **spec["limits"]).as_config()
+cfg.LimitedKernelManager.kernel_log = spec["log"]
+ex = GuardedExecute(config=cfg, shutdown_kernel="immediate", iopub_timeout=10,
                     extra_arguments=["--HistoryManager.hist_file=:memory:"])
 def peak():  # this process's own (ru_maxrss would count its parent's, from before exec)
     line = [x for x in open("/proc/self/status") if x.startswith("VmHWM:")][0]
@@ -315,7 +313,7 @@ def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_i
 def test_a_kernels_group_has_its_cpu_share_and_counts_its_cpu():
     from autograder.kernel.sandbox import LimitedKernelManager
 
-    km = LimitedKernelManager(limits=Limits(cpus=0.5).as_dict())
+    km = LimitedKernelManager(config=Limits(cpus=0.5).as_config())
     km.limited(["true"])
     try:
         group = km._group

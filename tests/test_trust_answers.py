@@ -32,6 +32,7 @@ from helpers import (
     run_cells,
 )
 
+from autograder.kernel.limits import Limits
 from autograder.preprocessors.execute import RUNS, GuardedExecute
 from autograder.verdicts import answers
 from autograder.verdicts import api as verdicts
@@ -210,7 +211,7 @@ def run_kernel(nb, assignment: str, path=None) -> dict:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     path = path or notebook_path(SOLUTIONS, assignment)
-    ex = GuardedExecute(timeout=60, sandbox="off", shutdown_kernel="immediate",
+    ex = GuardedExecute(config=Limits(sandbox="off").as_config(), shutdown_kernel="immediate",
                         extra_arguments=["--HistoryManager.hist_file=:memory:"])
     ex.preprocess(nb, {"nbgrader": {"notebook": path.stem, "assignment": assignment},
                        "metadata": {"path": str(path.parent)}})

@@ -2,7 +2,7 @@
 ``GuardedExecute.process_message`` applies to every iopub message of a cell before
 nbclient stores anything of it.
 
-A cell keeps at most ``max_output`` characters in all: stream text, display data and its
+A cell keeps at most ``Limits.output`` characters in all: stream text, display data and its
 metadata, results, errors (name, value, traceback), the outputs an ``update_display_data``
 rewrites (its size once per output it would rewrite) and widget state (comm messages). An
 error over what is left is shortened rather than dropped, once per cell, so the student

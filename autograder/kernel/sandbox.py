@@ -14,7 +14,7 @@ Isolation levels, recorded with every grade:
 - ``none``: the kernel runs as the grader's user in the grader's environment, as before.
 
 ``sandbox_status()`` says which level this machine gives (it starts this Python in a
-sandbox once per process); ``isolation_for(mode)`` picks the level for a ``GuardedExecute.sandbox``
+sandbox once per process); ``isolation_for(mode)`` picks the level for a ``Limits.sandbox``
 mode (auto, require, off) and ``kernel_manager_class(level)`` the kernel manager that gives
 it: ``SandboxedKernelManager`` for ``bubblewrap``. ``check_for_grading`` is what ``grade``
 says and does about it, and about confining kernels' CPU. ``bwrap.py`` builds the command
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Dict, DottedObjectName, Integer, Type, Unicode
+from traitlets import DottedObjectName, Integer, Type, Unicode
 
 from . import bwrap, cgroups
 from . import limits as oslimits
@@ -48,7 +48,7 @@ __all__ = ["BWRAP_ENV", "SandboxUnavailable", "bwrap_program"]
 
 BUBBLEWRAP = "bubblewrap"
 NONE = "none"
-MODES = ("auto", "require", "off")
+MODES = oslimits.SANDBOX_MODES
 MIN_VERSION = (0, 8)  # --size (tmpfs limits) and --disable-userns
 
 
@@ -91,7 +91,7 @@ def sandbox_status() -> Status:
 
 
 def isolation_for(mode: str) -> str:
-    """The isolation level kernels get for a ``GuardedExecute.sandbox`` mode."""
+    """The isolation level kernels get for a ``Limits.sandbox`` mode."""
     if mode not in MODES:
         raise ValueError(f"sandbox mode {mode!r} is not one of {', '.join(MODES)}")
     if mode == "off":
@@ -103,8 +103,8 @@ def isolation_for(mode: str) -> str:
 
 
 def kernel_manager_class(level: str) -> type:
-    """The kernel manager for grading kernels at ``level``: always under the job's limits,
-    and under bubblewrap for ``bubblewrap``."""
+    """The kernel manager for grading kernels at ``level``: always under the configured
+    limits (``c.Limits``), and under bubblewrap for ``bubblewrap``."""
     return SandboxedKernelManager if level == BUBBLEWRAP else LimitedKernelManager
 
 
@@ -148,13 +148,13 @@ class SandboxedKernelClient(LimitedKernelClient):
 
 
 class LimitedKernelManager(AsyncKernelManager):
-    """jupyter_client's kernel manager with the kernel started under a job's limits
-    (``limits.kernel_command``: memory, file size, CPU time, processes, no core dumps, the
-    task's marker), in a control group of its own (cgroups.py: its CPU share), its own
-    stdout and stderr going to ``kernel_log`` (made anew, capped, removed with the kernel),
-    and what it sends capped and watched by its ``Guard`` (channels.py)."""
+    """jupyter_client's kernel manager with the kernel started under the limits of its
+    configuration (``limits``; ``limits.kernel_command``: memory, file size, CPU time,
+    processes, no core dumps, the task's marker), in a control group of its own
+    (cgroups.py: its CPU share), its own stdout and stderr going to ``kernel_log`` (made
+    anew, capped, removed with the kernel), and what it sends capped and watched by its
+    ``Guard`` (channels.py)."""
 
-    limits = Dict({}, help="Limits.as_dict() of the job").tag(config=True)
     token = Unicode("", help="marks the kernel and what it starts as this task's").tag(
         config=True)
     kernel_log = Unicode("", help="file for the kernel's own stdout and stderr").tag(
@@ -165,15 +165,18 @@ class LimitedKernelManager(AsyncKernelManager):
     guard: Guard | None = None
     _group: cgroups.KernelGroup | None = None
 
-    def job_limits(self) -> oslimits.Limits:
-        return oslimits.Limits(**self.limits)
+    @property
+    def limits(self) -> oslimits.Limits:
+        """``c.Limits`` of the configuration this manager was made with (GuardedExecute
+        gives it its own): the course's, or a job's when ``grade`` runs it."""
+        return oslimits.Limits(config=self.config)
 
     def _context_default(self):
-        return capped_context(super()._context_default(), self.job_limits().message)
+        return capped_context(super()._context_default(), self.limits.message)
 
     def limited(self, cmd: list[str]) -> list[str]:
         """``cmd`` started through ``launch.py``, under the limits, in a new group."""
-        limits = self.job_limits()
+        limits = self.limits
         self._remove_group()
         self._remove_log()
         self._group = cgroups.KernelGroup.create(limits.cpus)
@@ -223,8 +226,8 @@ class LimitedKernelManager(AsyncKernelManager):
 
 class SandboxedKernelManager(LimitedKernelManager):
     """jupyter_client's kernel manager with the kernel started under bubblewrap (see the
-    module docstring), itself started under the job's limits. Interrupts are messages (a
-    signal to bwrap would not reach the kernel); shutting the kernel down removes
+    module docstring), itself started under the configured limits. Interrupts are messages
+    (a signal to bwrap would not reach the kernel); shutting the kernel down removes
     everything it had."""
 
     scratch_size = Integer(bwrap.SCRATCH_SIZE, help="bytes the kernel may keep in its home "

@@ -6,10 +6,12 @@ test for a verdict, computed outside the kernel (verdicts.py, through the probe)
 It never lets one cell end the whole run: a kernel that dies or a cell that ignores the
 interrupt stops the notebook there and the remaining cells are marked "not run" (their
 tests score 0), the notebook's wall limit is shared out over its cells, and a cell's
-output is capped. Cells listed in ``skip_cells`` (those that crashed or hung the kernel
-in an earlier run) are not run at all, nor are the course's demonstrations (cells tagged
-``demo``: training runs and plots that no test needs). What happened is kept as
-``Event``s in ``RUNS``, one entry per notebook run in this process.
+output is capped. Those limits, the per-cell limit and the sandbox mode are ``c.Limits``
+of its configuration (``Limits``: the course's, or a job's when ``grade`` runs it), as
+are its kernels' (sandbox.py). Cells listed in ``skip_cells`` (those that crashed or hung
+the kernel in an earlier run) are not run at all, nor are the course's demonstrations
+(cells tagged ``demo``: training runs and plots that no test needs). What happened is
+kept as ``Event``s in ``RUNS``, one entry per notebook run in this process.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Enum, Float, Integer, List, Unicode
+from traitlets import Dict, Integer, List, Unicode
 
 from .. import markers
 from ..kernel import limits as oslimits
@@ -56,18 +58,14 @@ class GuardedExecute(Execute):
     ``RUNS`` gets, per notebook, the ``Event``s of its run (see ``messages.Event``)."""
 
     skip_cells = Dict({}, help="notebook name -> indices of cells not to run").tag(config=True)
-    wall_limit = Float(0, help="seconds the whole notebook may run (0: no limit)").tag(
-        config=True)
-    max_output = Integer(1_000_000, help="bytes of output kept per cell").tag(config=True)
     progress_file = Unicode("", help="where to note the cell being run").tag(config=True)
     seed = Integer(0, help="the hidden tests' inputs are drawn from this seed (0: a new "
                    "one for every notebook)").tag(config=True)
     skip_tags = List(["demo"], help="cells with these tags are not run, unless they are "
                      "solution or test cells").tag(config=True)
-    sandbox = Enum(sandboxing.MODES, "auto", help="kernels under bubblewrap (sandbox.py): auto "
-                   "(if this machine can), require, off").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
+        self._limits = oslimits.Limits(config=self.config)
         self._name = resources["nbgrader"]["notebook"]
         self._assignment = resources["nbgrader"].get("assignment", "")
         self._seed = self.seed or secrets.randbits(48)
@@ -87,7 +85,7 @@ class GuardedExecute(Execute):
         self._pending = Counter(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
                                 if verdicts.is_test_cell(c))
         self._deferred: list[tuple[int, object]] = []
-        isolation = sandboxing.isolation_for(self.sandbox)
+        isolation = sandboxing.isolation_for(self._limits.sandbox)
         self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
         RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
         try:
@@ -124,7 +122,7 @@ class GuardedExecute(Execute):
         budget = self._budget()
         if budget <= 0:
             self._event("wall", index, cell)
-            self._stop(f"the notebook used up its {self.wall_limit:g} s time limit before "
+            self._stop(f"the notebook used up its {self._limits.wall:g} s time limit before "
                        "this cell")
             cell.outputs = [error_output("NotRun", self._stopped)]
             return cell, resources
@@ -152,8 +150,9 @@ class GuardedExecute(Execute):
 
     def _execute(self, cell, index: int, budget: float):
         """Run one cell in the kernel under the limits; note what went wrong."""
-        self._limit = max(1, math.ceil(min(budget, self.timeout or budget)))
-        self._wall_bound = self._limit < (self.timeout or math.inf)
+        timeout = self._limits.cell_timeout
+        self._limit = max(1, math.ceil(min(budget, timeout or budget)))
+        self._wall_bound = self._limit < (timeout or math.inf)
         self._timed_out = False
         self._kept, self._dropped = Counter(), Counter()
         try:
@@ -245,7 +244,7 @@ class GuardedExecute(Execute):
         """The cell's hidden test, run here against the kernel through the probe (None if
         the kernel died or hung meanwhile: the notebook stops, the cell scores 0)."""
         budget = self._budget()
-        timeout = min(budget, self.timeout or budget) - 1
+        timeout = min(budget, self._limits.cell_timeout or budget) - 1
         gid = cell.metadata["nbgrader"]["grade_id"]
         seed = verdicts.cell_seed(self._seed, gid)
         if timeout < 1:
@@ -343,9 +342,9 @@ class GuardedExecute(Execute):
 
     def process_message(self, msg, cell, cell_index):
         """Every iopub message of a cell is capped before nbclient stores any of it:
-        ``max_output`` characters per cell in all (output_cap.py)."""
-        if self.max_output and getattr(self, "_kept", None) is not None:
-            msg = output_cap.cap(msg, self._display_rewrites(msg), self.max_output,
+        ``Limits.output`` characters per cell in all (output_cap.py)."""
+        if getattr(self, "_kept", None) is not None and self._limits.output:
+            msg = output_cap.cap(msg, self._display_rewrites(msg), self._limits.output,
                                  self._kept, self._dropped)
             if msg is None:
                 return None
@@ -362,9 +361,9 @@ class GuardedExecute(Execute):
     # -- helpers -----------------------------------------------------------------------------
 
     def _budget(self) -> float:
-        if not self.wall_limit:
+        if not self._limits.wall:
             return math.inf
-        return self.wall_limit - (time.monotonic() - self._start)
+        return self._limits.wall - (time.monotonic() - self._start)
 
     def _stop(self, reason: str) -> None:
         self._stopped = f"not run: {reason}"

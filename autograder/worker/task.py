@@ -13,9 +13,11 @@ Per task:
 
 - a notebook whose kernel died or hung in a cell is run again with that cell skipped, up
   to ``Limits.attempts`` runs, so what can be graded is graded;
-- kernels start under the job's limits (``sandbox.LimitedKernelManager``: memory, file
-  size, processes; see limits.py), never the worker itself, and under bubblewrap when the
-  machine allows it (``sandbox.SandboxedKernelManager``);
+- the job's limits are written into nbgrader's configuration as ``c.Limits``, which
+  GuardedExecute and its kernel managers read: kernels start under them
+  (``sandbox.LimitedKernelManager``: memory, file size, processes; see limits.py), never
+  the worker itself, and under bubblewrap when the machine allows it
+  (``sandbox.SandboxedKernelManager``);
 - after every notebook, whatever the kernel left behind is killed (the worker is a child
   subreaper, so even a double-forked process is found), but nothing the Dask worker
   started itself;
@@ -96,16 +98,12 @@ class Worker:
         extra.CourseDirectory.assignment_id = job.assignment
         extra.CourseDirectory.student_id = STUDENT
         extra.CourseDirectory.notebook_id = notebook
-        extra.GuardedExecute.timeout = int(job.limits.cell_timeout)
-        extra.GuardedExecute.wall_limit = float(job.limits.wall)
-        extra.GuardedExecute.max_output = int(job.limits.output)
+        extra.merge(job.limits.as_config())  # c.Limits: the job's, over the course's
         extra.GuardedExecute.skip_cells = skip
         extra.GuardedExecute.progress_file = str(scratch / "progress")
         extra.GuardedExecute.shutdown_kernel = "immediate"
         extra.GuardedExecute.iopub_timeout = 10
         extra.GuardedExecute.seed = job.seed
-        extra.GuardedExecute.sandbox = job.limits.sandbox
-        extra.LimitedKernelManager.limits = job.limits.as_dict()
         extra.LimitedKernelManager.token = token
         extra.LimitedKernelManager.kernel_log = str(scratch / "kernel.log")
         if announce is not None:  # before each cell is sent to the kernel
