@@ -37,8 +37,22 @@ c.CourseDirectory.release_directory = "notebooks"
 # nbgrader's Execute and SaveAutoGrades here, so `nbgrader autograde` and formgrader's
 # Autograde button grade exactly like `python -m autograder grade` (autograder/verdicts/api.py).
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
-c.Execute.timeout = 60  # seconds per cell
+c.Execute.timeout = 60  # seconds per cell: also grading's (Limits.cell_timeout, below)
 c.Execute.interrupt_on_timeout = True
+
+# What one submission may use while it is graded, read alike by `python -m autograder grade`,
+# `nbgrader autograde` and formgrader's Autograde button (autograder/kernel/limits.py lists
+# every limit and its default; these are the defaults). `grade --wall-limit/--memory/
+# --attempts/--cell-timeout/--no-sandbox` override them for one run. The per-cell limit is
+# Execute.timeout above, which `nbgrader validate` uses too: set c.Limits.cell_timeout only to
+# grade with another one.
+c.Limits.wall = 300  # seconds a whole notebook may run
+c.Limits.memory = "3G"  # address space of each grading kernel
+c.Limits.file_size = "1G"  # the largest file a kernel may write
+c.Limits.output = 1_000_000  # bytes of output kept per cell
+c.Limits.cpus = 1.0  # cores a kernel and everything it starts share
+c.Limits.attempts = 3  # runs of a notebook whose kernel crashes or hangs (skipping that cell)
+c.Limits.sandbox = "auto"  # kernels under bubblewrap: auto (when possible), require or off
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.execute.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",

@@ -5,11 +5,15 @@ worker inside a ``Job``."""
 from __future__ import annotations
 
 import pickle
+import time
 
 import cloudpickle
+import nbformat
 import pytest
+from helpers import SOLUTIONS, ScratchCourse, notebook_path
 from traitlets.config import Config
 
+from autograder.course import nbgrader_config
 from autograder.kernel.limits import GiB, LimitError, Limits
 from autograder.kernel.sandbox import LimitedKernelManager
 from autograder.messages import Job
@@ -55,6 +59,10 @@ def test_for_course_gives_defaults_then_the_course_then_the_command_line():
     assert Limits.for_course({"Limits": {"wall": 7}}).wall == 7  # a plain dict is fine too
 
 
+def test_the_courses_nbgrader_config_gives_the_defaults_its_comment_claims():
+    assert Limits.for_course(nbgrader_config()) == Limits()
+
+
 def test_limits_pickle_as_their_values_alone():
     limits = Limits(config=course_config(wall=9), memory=2 * GiB)
     for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
@@ -96,3 +104,25 @@ def test_a_workers_configuration_carries_the_jobs_limits_over_the_courses(tmp_pa
     job = Job(1, "ann", A, "course", "digest", {}, limits=Limits(wall=11, sandbox="off"))
     config = Worker().config(job, ROOT, tmp_path, "value", {}, "token")
     assert Limits(config=config) == job.limits
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_stops_an_endless_loop_at_the_configured_wall_limit(tmp_path):
+    """``nbgrader autograde`` (as formgrader's button runs it) grades under nbgrader_config.py's
+    ``c.Limits``: an endless loop is stopped by its 8 s wall limit, long before the 120 s
+    per-cell limit, and the notebook says so."""
+    course = ScratchCourse(tmp_path / "course", [A])
+    with (course.path / "nbgrader_config.py").open("a") as config:
+        config.write("\nc.Limits.wall = 8\nc.Limits.cell_timeout = 120\n")
+    course.release(A)
+    nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
+    course.submit("looper", A, nb)
+    started = time.monotonic()
+    course.nbgrader("autograde", A, "--student", "looper", "--force")
+    seconds = time.monotonic() - started
+    graded = course.autograded("looper", A)
+    said = [" ".join(o.get("evalue", "") for o in c.get("outputs", [])) for c in graded.cells]
+    assert seconds < 60, seconds
+    assert "the notebook's time limit ran out during this cell" in said[0], said[0]
+    assert any("used up its 8 s time limit" in text for text in said[1:]), said
