@@ -97,8 +97,13 @@ offline_math(c)
 c.GenerateFeedback.exporter_class = "autograder.feedback.inert.InertHTMLExporter"
 # `python -m autograder grade` keeps its record of each graded submission here; nbgrader
 # leaves it out of feedback folders and releases (the other entries are nbgrader's defaults).
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",
-                            ".autograder.json"]
+c.CourseDirectory.ignore = [
+    ".ipynb_checkpoints",
+    "*.pyc",
+    "__pycache__",
+    "feedback",
+    ".autograder.json",
+]
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -56,8 +56,9 @@ def _slides(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace) -> int:
     from .students.edition import release
 
-    return release(args.to, args.assignments or None, solutions=args.solutions, zip_=args.zip,
-                   git=args.git)
+    return release(
+        args.to, args.assignments or None, solutions=args.solutions, zip_=args.zip, git=args.git
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,9 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder", nargs="?", help="default: my-work/ if it exists, else notebooks/")
     p.set_defaults(run=_self_check)
 
-    p = sub.add_parser(
-        "lab", help="JupyterLab for students on my-work/ (seeded from notebooks/)"
-    )
+    p = sub.add_parser("lab", help="JupyterLab for students on my-work/ (seeded from notebooks/)")
     p.add_argument("--work", help="the working copy to open (default: my-work/)")
     p.add_argument("--port", type=int, help="port (default: 8888, or the next free one)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
@@ -100,8 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="write the student edition (no answers) to a folder")
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.add_argument("--to", required=True, help="the folder to write (empty, or a release)")
-    p.add_argument("--solutions", action="store_true",
-                   help="write the self-learners' solutions download instead")
+    p.add_argument(
+        "--solutions",
+        action="store_true",
+        help="write the self-learners' solutions download instead",
+    )
     p.add_argument("--zip", action="store_true", help="also write the folder as FOLDER.zip")
     p.add_argument("--git", action="store_true", help="commit the release in FOLDER's git repo")
     p.set_defaults(run=_release)

@@ -15,13 +15,20 @@ from .errors import ExitCode, GraderError
 
 
 def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
-    p.add_argument("--course", metavar="DIR", default=None,
-                   help="course folder holding submitted/, autograded/, ... "
-                        "(default: the repository root)")
+    p.add_argument(
+        "--course",
+        metavar="DIR",
+        default=None,
+        help="course folder holding submitted/, autograded/, ... (default: the repository root)",
+    )
     if db:
-        p.add_argument("--db", metavar="URL", default=None,
-                       help="gradebook database URL (default: nbgrader_config.py's, "
-                            "sqlite:///<course>/gradebook.db)")
+        p.add_argument(
+            "--db",
+            metavar="URL",
+            default=None,
+            help="gradebook database URL (default: nbgrader_config.py's, "
+            "sqlite:///<course>/gradebook.db)",
+        )
 
 
 def _limits(args: argparse.Namespace):
@@ -35,11 +42,17 @@ def _limits(args: argparse.Namespace):
         try:
             memory = parse_size(args.memory)
         except ValueError:
-            raise GraderError(f"--memory {args.memory!r} is not a size such as 3G or "
-                              "512M") from None
-    return Limits.for_course(nbgrader_config(), cell_timeout=args.cell_timeout,
-                             wall=args.wall_limit, memory=memory, attempts=args.attempts,
-                             sandbox=args.sandbox)
+            raise GraderError(
+                f"--memory {args.memory!r} is not a size such as 3G or 512M"
+            ) from None
+    return Limits.for_course(
+        nbgrader_config(),
+        cell_timeout=args.cell_timeout,
+        wall=args.wall_limit,
+        memory=memory,
+        attempts=args.attempts,
+        sandbox=args.sandbox,
+    )
 
 
 def _guard(fn):
@@ -52,14 +65,20 @@ def _guard(fn):
             print(f"error: {exc}", file=sys.stderr)
             return ExitCode.FAILED
         except KeyboardInterrupt:
-            print("\ninterrupted: run the same command again to finish (nothing is lost "
-                  "or counted twice)", file=sys.stderr)
+            print(
+                "\ninterrupted: run the same command again to finish (nothing is lost "
+                "or counted twice)",
+                file=sys.stderr,
+            )
             return ExitCode.INTERRUPTED
         except Exception as exc:
             name = getattr(exc, "name", None) or ""
             if isinstance(exc, ModuleNotFoundError) and name.startswith(("psycopg", "pymysql")):
-                print(f"error: the gradebook URL needs the database driver {name!r}: install "
-                      "it in this environment (see docs/grading.md)", file=sys.stderr)
+                print(
+                    f"error: the gradebook URL needs the database driver {name!r}: install "
+                    "it in this environment (see docs/grading.md)",
+                    file=sys.stderr,
+                )
                 return ExitCode.FAILED
             traceback.print_exc()
             print("error: the grader itself failed (above)", file=sys.stderr)
@@ -74,9 +93,16 @@ def _grade(args: argparse.Namespace) -> int:
     from .grade.run import grade
 
     report = grade(
-        args.assignments or None, args.student or None, root=args.course, db_url=args.db,
-        jobs=args.jobs, limits=_limits(args), force=args.force, progress=not args.quiet,
-        subreaper=True, scheduler=args.scheduler,
+        args.assignments or None,
+        args.student or None,
+        root=args.course,
+        db_url=args.db,
+        jobs=args.jobs,
+        limits=_limits(args),
+        force=args.force,
+        progress=not args.quiet,
+        subreaper=True,
+        scheduler=args.scheduler,
     )
     print_report(report)
     return report.exit_code
@@ -86,8 +112,9 @@ def _grade(args: argparse.Namespace) -> int:
 def _collect(args: argparse.Namespace) -> int:
     from .intake.collect import collect, print_collect_report
 
-    report = collect(args.assignment, args.paths, pattern=args.pattern, root=args.course,
-                     force=args.force)
+    report = collect(
+        args.assignment, args.paths, pattern=args.pattern, root=args.course, force=args.force
+    )
     print_collect_report(report)
     return report.exit_code
 
@@ -96,8 +123,14 @@ def _collect(args: argparse.Namespace) -> int:
 def _feedback(args: argparse.Namespace) -> int:
     from .feedback.pages import feedback, print_feedback_report
 
-    report = feedback(args.assignments or None, args.student or None, root=args.course,
-                      db_url=args.db, jobs=args.jobs, force=args.force)
+    report = feedback(
+        args.assignments or None,
+        args.student or None,
+        root=args.course,
+        db_url=args.db,
+        jobs=args.jobs,
+        force=args.force,
+    )
     print_feedback_report(report)
     return report.exit_code
 
@@ -125,69 +158,122 @@ def add_grading_commands(sub) -> None:
     from .kernel.limits import GiB, Limits
 
     p = sub.add_parser(
-        "collect", help="file LMS downloads or notebooks named by student into submitted/",
+        "collect",
+        help="file LMS downloads or notebooks named by student into submitted/",
         description="Unpack LMS zip downloads (or take a folder of notebooks) and file each "
-                    "notebook as submitted/<student>/<assignment>/<notebook>.ipynb with "
-                    "nbgrader's zip_collect. Every file that could not be placed is listed.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=PATTERN_HELP)
+        "notebook as submitted/<student>/<assignment>/<notebook>.ipynb with "
+        "nbgrader's zip_collect. Every file that could not be placed is listed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=PATTERN_HELP,
+    )
     p.add_argument("assignment")
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="zip files, folders or notebooks (any mix)")
-    p.add_argument("--pattern", default="auto",
-                   help="a preset (auto, student, canvas, moodle, folders) or a regular "
-                        "expression with (?P<student_id>...) (default: auto)")
-    p.add_argument("--force", action="store_true",
-                   help="replace submissions already collected even if they are newer")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="zip files, folders or notebooks (any mix)"
+    )
+    p.add_argument(
+        "--pattern",
+        default="auto",
+        help="a preset (auto, student, canvas, moodle, folders) or a regular "
+        "expression with (?P<student_id>...) (default: auto)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace submissions already collected even if they are newer",
+    )
     _common(p, db=False)
     p.set_defaults(run=_collect)
 
     p = sub.add_parser(
-        "grade", help="autograde submitted work into nbgrader's gradebook",
+        "grade",
+        help="autograde submitted work into nbgrader's gradebook",
         description="Autograde every pending submission (new or changed since it was last "
-                    "graded) into nbgrader's gradebook, in parallel on Dask (this machine's "
-                    "cores, or a cluster with --scheduler), under time and memory limits. "
-                    "Exit code 0: all graded; 1: graded, some submissions had problems "
-                    "(see the notes); 2: the grader itself failed.")
-    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
-                   help="only these assignments (default: every one submitted)")
-    p.add_argument("--student", action="append", metavar="ID", help="only this student "
-                   "(repeat for more)")
-    p.add_argument("--jobs", "-j", type=int, default=None,
-                   help="submissions graded at once on this machine (default: its cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="grade on an existing Dask cluster instead of this machine: its "
-                        "scheduler's address (tcp://10.0.0.5:8786), a scheduler file "
-                        "(scheduler.json) or dask-gateway:CLUSTER_NAME (docs/grading.md)")
+        "graded) into nbgrader's gradebook, in parallel on Dask (this machine's "
+        "cores, or a cluster with --scheduler), under time and memory limits. "
+        "Exit code 0: all graded; 1: graded, some submissions had problems "
+        "(see the notes); 2: the grader itself failed.",
+    )
+    p.add_argument(
+        "assignments",
+        nargs="*",
+        metavar="ASSIGNMENT",
+        help="only these assignments (default: every one submitted)",
+    )
+    p.add_argument(
+        "--student", action="append", metavar="ID", help="only this student (repeat for more)"
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="submissions graded at once on this machine (default: its cores)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="grade on an existing Dask cluster instead of this machine: its "
+        "scheduler's address (tcp://10.0.0.5:8786), a scheduler file "
+        "(scheduler.json) or dask-gateway:CLUSTER_NAME (docs/grading.md)",
+    )
     p.add_argument("--force", action="store_true", help="re-grade even unchanged submissions")
     defaults = Limits()
-    p.add_argument("--cell-timeout", type=int, metavar="S",
-                   help="seconds per cell (default: c.Limits.cell_timeout, else "
-                        f"c.Execute.timeout in nbgrader_config.py, else {defaults.cell_timeout})")
-    p.add_argument("--wall-limit", type=int, metavar="S",
-                   help=f"seconds per notebook (default: c.Limits.wall, else {defaults.wall})")
-    p.add_argument("--memory", metavar="SIZE",
-                   help="memory per grading kernel (default: c.Limits.memory, else "
-                        f"{defaults.memory // GiB}G)")
-    p.add_argument("--attempts", type=int, metavar="N",
-                   help="runs of a notebook whose kernel crashes or hangs (default: "
-                        f"c.Limits.attempts, else {defaults.attempts})")
+    p.add_argument(
+        "--cell-timeout",
+        type=int,
+        metavar="S",
+        help="seconds per cell (default: c.Limits.cell_timeout, else "
+        f"c.Execute.timeout in nbgrader_config.py, else {defaults.cell_timeout})",
+    )
+    p.add_argument(
+        "--wall-limit",
+        type=int,
+        metavar="S",
+        help=f"seconds per notebook (default: c.Limits.wall, else {defaults.wall})",
+    )
+    p.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory per grading kernel (default: c.Limits.memory, else "
+        f"{defaults.memory // GiB}G)",
+    )
+    p.add_argument(
+        "--attempts",
+        type=int,
+        metavar="N",
+        help="runs of a notebook whose kernel crashes or hangs (default: "
+        f"c.Limits.attempts, else {defaults.attempts})",
+    )
     box = p.add_mutually_exclusive_group()
-    box.add_argument("--require-sandbox", dest="sandbox", action="store_const", const="require",
-                     help="fail (exit 2) if grading kernels cannot run in a bubblewrap sandbox")
-    box.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
-                     help="run grading kernels unsandboxed (default: c.Limits.sandbox, else "
-                          "sandboxed when possible)")
+    box.add_argument(
+        "--require-sandbox",
+        dest="sandbox",
+        action="store_const",
+        const="require",
+        help="fail (exit 2) if grading kernels cannot run in a bubblewrap sandbox",
+    )
+    box.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_const",
+        const="off",
+        help="run grading kernels unsandboxed (default: c.Limits.sandbox, else "
+        "sandboxed when possible)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     _common(p)
     p.set_defaults(run=_grade)
 
     p = sub.add_parser(
-        "feedback", help="per-student HTML feedback (without hidden tests)",
+        "feedback",
+        help="per-student HTML feedback (without hidden tests)",
         description="Write feedback/<student>/<assignment>/<notebook>.html for graded "
-                    "submissions with nbgrader generate_feedback. Hidden tests, the "
-                    "reference engine and grader paths never reach these files, and "
-                    "nothing from a submission (script, event handler...) is active in "
-                    "them.")
+        "submissions with nbgrader generate_feedback. Hidden tests, the "
+        "reference engine and grader paths never reach these files, and "
+        "nothing from a submission (script, event handler...) is active in "
+        "them.",
+    )
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     p.add_argument("--student", action="append", metavar="ID")
     p.add_argument("--jobs", "-j", type=int, default=None)
@@ -196,22 +282,30 @@ def add_grading_commands(sub) -> None:
     p.set_defaults(run=_feedback)
 
     p = sub.add_parser(
-        "export", help="grades CSV and per-test-cell CSV from the gradebook",
+        "export",
+        help="grades CSV and per-test-cell CSV from the gradebook",
         description="Write grades.csv (student, assignment, score, max_score, ...) and "
-                    "cells.csv (one row per test cell) from nbgrader's gradebook.")
+        "cells.csv (one row per test cell) from nbgrader's gradebook.",
+    )
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
-    p.add_argument("--to", metavar="DIR", default=None,
-                   help="output folder (default: <course>/exports)")
+    p.add_argument(
+        "--to", metavar="DIR", default=None, help="output folder (default: <course>/exports)"
+    )
     _common(p)
     p.set_defaults(run=_export)
 
     p = sub.add_parser(
-        "demo", help="grade a small bundled class end to end and print the table",
+        "demo",
+        help="grade a small bundled class end to end and print the table",
         description="Build demo-class/ (eight synthetic students, from the real solutions: "
-                    "perfect, blank, typical bugs, a kernel crash, an infinite loop, a "
-                    "malformed notebook, a late one), collect, grade, write feedback and "
-                    "CSVs, and print the table.")
+        "perfect, blank, typical bugs, a kernel crash, an infinite loop, a "
+        "malformed notebook, a late one), collect, grade, write feedback and "
+        "CSVs, and print the table.",
+    )
     p.add_argument("--jobs", "-j", type=int, default=None)
-    p.add_argument("--keep", action="store_true",
-                   help="keep demo-class/ from a previous run instead of rebuilding it")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep demo-class/ from a previous run instead of rebuilding it",
+    )
     p.set_defaults(run=_demo)

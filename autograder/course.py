@@ -35,8 +35,7 @@ class CoursekitError(GraderError):
     """coursekit.py could not be placed in an assignment folder (one line says why)."""
 
 
-def link_coursekit(folder: Path, shared: Path = SHARED / KIT, *, keep_copy: bool = True
-                   ) -> bool:
+def link_coursekit(folder: Path, shared: Path = SHARED / KIT, *, keep_copy: bool = True) -> bool:
     """Make ``folder/coursekit.py`` a relative link to ``shared`` (a copy where this system
     cannot link); return whether it changed. A right link is left alone, and so, with
     ``keep_copy``, is a regular file with the same bytes (a copied course's, nbgrader's).

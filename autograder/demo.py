@@ -76,7 +76,7 @@ def half_done(solution, blank):
     nb = _copy(solution)
     stubs = {_gid(c): c for c in blank.cells if _is_solution(c)}
     solved = [c for c in nb.cells if _is_solution(c)]
-    for cell in solved[math.ceil(len(solved) / 2):]:
+    for cell in solved[math.ceil(len(solved) / 2) :]:
         if _gid(cell) in stubs:
             cell.source = stubs[_gid(cell)].source
             cell.outputs = []
@@ -104,8 +104,9 @@ def typical_bug(solution, blank):
 
 def with_cell_after_first_test(solution, source: str):
     nb = _copy(solution)
-    tests = [i for i, c in enumerate(nb.cells)
-             if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    tests = [
+        i for i, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade")
+    ]
     at = tests[0] + 1 if tests else len(nb.cells)
     nb.cells.insert(at, nbformat.v4.new_code_cell(source))
     return nb
@@ -124,9 +125,11 @@ def submissions_for(assignment: str) -> dict[str, dict[str, bytes]]:
             "grace": typical_bug(solution, blank),
             "linus": half_done(solution, blank),
             "margaret": with_cell_after_first_test(
-                solution, "import os\n\nos._exit(1)  # a debugging leftover"),
+                solution, "import os\n\nos._exit(1)  # a debugging leftover"
+            ),
             "alan": with_cell_after_first_test(
-                solution, "while True:  # waiting for something that never happens\n    pass"),
+                solution, "while True:  # waiting for something that never happens\n    pass"
+            ),
             "barbara": solution,
         }
         for student, nb in made.items():
@@ -164,8 +167,7 @@ def stamp_and_schedule(assignments: list[str]) -> None:
         for student, _, _ in STUDENTS:
             folder = course.submitted / student / a
             if folder.is_dir():
-                when = DUE + (timedelta(hours=26) if student == "barbara" else
-                              timedelta(hours=-20))
+                when = DUE + (timedelta(hours=26) if student == "barbara" else timedelta(hours=-20))
                 (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S UTC"))
     cache_alembic_version()
     with Gradebook(course.db_url, course.course_id) as gb:
@@ -192,8 +194,10 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         return ExitCode.FAILED
     if not keep and DEMO.exists():
         shutil.rmtree(DEMO)
-    print(f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
-          f"{len(assignments)} assignment(s): {', '.join(assignments)}")
+    print(
+        f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
+        f"{len(assignments)} assignment(s): {', '.join(assignments)}"
+    )
     zips = build(assignments)
     print("\n== collect ASSIGNMENT demo-class/downloads/ASSIGNMENT.zip --pattern canvas")
     for a, path in zips.items():
@@ -202,8 +206,10 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
             print_collect_report(report)
         if report.failure:
             return ExitCode.FAILED
-        print(f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
-              f"{len(report.not_placed)} file(s) not placed")
+        print(
+            f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
+            f"{len(report.not_placed)} file(s) not placed"
+        )
     stamp_and_schedule(assignments)
 
     print("\n== grade (10 s per cell in the demo; 60 s by default)")
@@ -211,8 +217,10 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True)
     for line in graded.problems + graded.failures:
         print(f"problem: {line}")
-    print(f"{graded.graded} graded in {graded.seconds:.0f} s; exit code {int(graded.exit_code)} "
-          "(1: graded, some submissions had problems, as this class was made to)")
+    print(
+        f"{graded.graded} graded in {graded.seconds:.0f} s; exit code {int(graded.exit_code)} "
+        "(1: graded, some submissions had problems, as this class was made to)"
+    )
     if graded.exit_code == ExitCode.FAILED:
         print_report(graded)
         return ExitCode.FAILED
@@ -235,9 +243,11 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         if o.assignment == first and o.note:
             print(f"  {o.student:<10} {o.note}")
     seconds = time.monotonic() - started
-    print(f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
-          "demo-class/exports/; `python -m autograder grade --course demo-class` again "
-          "changes nothing.")
+    print(
+        f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
+        "demo-class/exports/; `python -m autograder grade --course demo-class` again "
+        "changes nothing."
+    )
     return ExitCode.FAILED if fb.failures else ExitCode.OK
 
 
@@ -259,9 +269,13 @@ def class_table(outcomes, assignments: list[str]) -> str:
             best += o.max_score
         rows.append([student, what, expected, *cells, f"{total:g}/{best:g}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in rows
+    ]
     lines.insert(1, "-" * len(lines[0]))
-    lines.append("(! = the grader noted a problem: see the notes below, the feedback pages "
-                 "and exports/grades.csv)")
+    lines.append(
+        "(! = the grader noted a problem: see the notes below, the feedback pages "
+        "and exports/grades.csv)"
+    )
     return "\n".join(lines)

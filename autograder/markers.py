@@ -16,8 +16,12 @@ BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 ALL = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
 SOLUTION, HIDDEN = "solution", "hidden"
-_KIND = {BEGIN_SOLUTION: (SOLUTION, True), END_SOLUTION: (SOLUTION, False),
-         BEGIN_HIDDEN: (HIDDEN, True), END_HIDDEN: (HIDDEN, False)}
+_KIND = {
+    BEGIN_SOLUTION: (SOLUTION, True),
+    END_SOLUTION: (SOLUTION, False),
+    BEGIN_HIDDEN: (HIDDEN, True),
+    END_HIDDEN: (HIDDEN, False),
+}
 
 
 class Line(NamedTuple):
@@ -30,8 +34,9 @@ def read(source: str) -> list[Line]:
     """Every line of ``source`` with the region it belongs to."""
     out, region = [], None
     for text in source.split("\n"):
-        found = next((m for m in (BEGIN_HIDDEN, END_HIDDEN, BEGIN_SOLUTION, END_SOLUTION)
-                      if m in text), None)
+        found = next(
+            (m for m in (BEGIN_HIDDEN, END_HIDDEN, BEGIN_SOLUTION, END_SOLUTION) if m in text), None
+        )
         if found is None:
             out.append(Line(text, region, False))
             continue
@@ -64,5 +69,6 @@ def visible(source: str) -> str:
 def solved(source: str) -> str:
     """An instructor cell as the solutions show it: hidden tests gone, solution markers
     dropped, the solution kept."""
-    return "\n".join(ln.text for ln in read(source)
-                     if ln.region != HIDDEN and not ln.marker).rstrip()
+    return "\n".join(
+        ln.text for ln in read(source) if ln.region != HIDDEN and not ln.marker
+    ).rstrip()

@@ -55,15 +55,17 @@ class File:
     mode: int = 0o644
 
 
-def read_files(folder: Path, paths: list[Path],
-               send: Callable[[Path], bool] = lambda path: True) -> dict[str, File]:
+def read_files(
+    folder: Path, paths: list[Path], send: Callable[[Path], bool] = lambda path: True
+) -> dict[str, File]:
     """``paths`` (files in ``folder``) as Files, with their bytes when ``send(path)``."""
     out = {}
     for path in paths:
         st = path.stat()
         data = path.read_bytes() if send(path) else None
-        out[path.relative_to(folder).as_posix()] = File(data, st.st_size, st.st_mtime,
-                                                        st.st_mode & 0o777)
+        out[path.relative_to(folder).as_posix()] = File(
+            data, st.st_size, st.st_mtime, st.st_mode & 0o777
+        )
     return out
 
 
@@ -159,8 +161,12 @@ class Result:
 
     def stops(self) -> list[Event]:
         """Events that stopped a notebook early (a dead or stuck kernel), with the notebook."""
-        return [Event(e.kind, e.cell, e.grade_id, name) for name, nb in self.notebooks.items()
-                for e in nb.events if e.kind in ("died", "stuck")]
+        return [
+            Event(e.kind, e.cell, e.grade_id, name)
+            for name, nb in self.notebooks.items()
+            for e in nb.events
+            if e.kind in ("died", "stuck")
+        ]
 
 
 @dataclass

@@ -62,8 +62,11 @@ BEFORE_DASK = "a0f5c36"
 def old_course(dest: Path) -> None:
     """The course with the grader of commit BEFORE_DASK."""
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BEFORE_DASK, "autograder",
-                              "nbgrader_config.py"], capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", BEFORE_DASK, "autograder", "nbgrader_config.py"],
+        capture_output=True,
+        check=True,
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
     shutil.copytree(ROOT / "source", dest / "source", ignore=skip)
@@ -73,11 +76,21 @@ def grade_once(code: Path, classroom: Path, jobs: int, label: str) -> tuple[floa
     """(wall seconds, CPU seconds of the whole process tree) of one `grade` from scratch."""
     scratch = classroom.parent / f"{label}-{time.monotonic_ns()}"
     shutil.copytree(classroom / "submitted", scratch / "submitted")
-    cmd = [sys.executable, "-m", "autograder", "grade", "--jobs", str(jobs), "-q",
-           "--course", str(scratch)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        "--jobs",
+        str(jobs),
+        "-q",
+        "--course",
+        str(scratch),
+    ]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=code, env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=code, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     cpu = tree_cpu(proc)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
@@ -119,11 +132,20 @@ def task_cost(n: int, payload: bytes) -> tuple[float, float]:
 
         return run
 
-    with dask.config.set(LOCAL_CONFIG), LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, memory_limit=0,
-            dashboard_address=None, silence_logs=logging.CRITICAL, host="127.0.0.1",
-            scheduler_kwargs={"dashboard": False}) as cluster, \
-            Client(cluster, set_as_default=False) as client:
+    with (
+        dask.config.set(LOCAL_CONFIG),
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+            host="127.0.0.1",
+            scheduler_kwargs={"dashboard": False},
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
         run = noop()
         client.submit(run, payload, pure=False).result()  # warm up
         start = time.perf_counter()
@@ -149,8 +171,10 @@ def main() -> None:
     if not assignments:
         raise SystemExit("no assignment has solutions/ and notebooks/: run make generate")
     work = Path(tempfile.mkdtemp(prefix="grading-dask-bench-"))
-    print(f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
-          f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}")
+    print(
+        f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
+        f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}"
+    )
     try:
         new, old = work / "dask", work / "pool"
         copy_course(new)
@@ -160,33 +184,43 @@ def main() -> None:
         times: dict[str, list[float]] = {"pool": [], "dask": []}
         cpus: dict[str, list[float]] = {"pool": [], "dask": []}
         for i in range(args.rounds):
-            order = (("pool", old), ("dask", new)) if i % 2 == 0 else (("dask", new),
-                                                                        ("pool", old))
+            order = (("pool", old), ("dask", new)) if i % 2 == 0 else (("dask", new), ("pool", old))
             for label, code in order:
                 load = os.getloadavg()[0]
                 seconds, cpu = grade_once(code, classroom, args.jobs, label)
                 times[label].append(seconds)
                 cpus[label].append(cpu)
-                print(f"round {i + 1}: ({'a' if label == 'pool' else 'b'}) {label:<4} "
-                      f"grade --jobs {args.jobs}: {seconds:6.1f} s, {cpu:6.1f} s of CPU, "
-                      f"for {n} notebooks (load {load:.1f} before)", flush=True)
+                print(
+                    f"round {i + 1}: ({'a' if label == 'pool' else 'b'}) {label:<4} "
+                    f"grade --jobs {args.jobs}: {seconds:6.1f} s, {cpu:6.1f} s of CPU, "
+                    f"for {n} notebooks (load {load:.1f} before)",
+                    flush=True,
+                )
         pool, dask_ = sum(times["pool"]), sum(times["dask"])
-        print("\n(a) is the grader of " + BEFORE_DASK + ": it does less work on today's source "
-              "(see the docstring);\n(c) below isolates Dask's own cost")
-        print(f"throughput, dask / pool: {pool / dask_:.2f}x   (target >= 0.95 on "
-              f"{args.jobs} cores; per round: "
-              f"{', '.join(f'{a / b:.2f}x' for a, b in zip(times['pool'], times['dask']))})")
-        print(f"CPU time, dask / pool: {sum(cpus['dask']) / sum(cpus['pool']):.2f}x   "
-              "(lower is better; other users' load disturbs it less than the time)")
+        print(
+            "\n(a) is the grader of " + BEFORE_DASK + ": it does less work on today's source "
+            "(see the docstring);\n(c) below isolates Dask's own cost"
+        )
+        print(
+            f"throughput, dask / pool: {pool / dask_:.2f}x   (target >= 0.95 on "
+            f"{args.jobs} cores; per round: "
+            f"{', '.join(f'{a / b:.2f}x' for a, b in zip(times['pool'], times['dask']))})"
+        )
+        print(
+            f"CPU time, dask / pool: {sum(cpus['dask']) / sum(cpus['pool']):.2f}x   "
+            "(lower is better; other users' load disturbs it less than the time)"
+        )
 
         notebook = next(iter(sorted((classroom / "submitted").glob("*/*/*.ipynb"))))
         payload = pickle.dumps({"notebook": notebook.read_bytes()})
         one, many = task_cost(args.tasks, payload)
-        print(f"(c) Dask per task ({len(payload) // 1000} kB in, {2 * len(payload) // 1000} kB "
-              "out,"
-              f" {args.tasks} tasks): {one * 1000:.1f} ms one at a time, "
-              f"{many * 1000:.1f} ms each all at once; a submission takes "
-              f"{dask_ / args.rounds / n * args.jobs:.1f} s of a worker")
+        print(
+            f"(c) Dask per task ({len(payload) // 1000} kB in, {2 * len(payload) // 1000} kB "
+            "out,"
+            f" {args.tasks} tasks): {one * 1000:.1f} ms one at a time, "
+            f"{many * 1000:.1f} ms each all at once; a submission takes "
+            f"{dask_ / args.rounds / n * args.jobs:.1f} s of a worker"
+        )
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         if not args.keep:

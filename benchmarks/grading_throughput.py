@@ -113,9 +113,14 @@ def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: 
     for extra in path.parent.iterdir():
         if extra.suffix != ".ipynb" and extra.is_file():
             shutil.copy(extra, run_dir)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            extra_arguments=extra_arguments,
-                            resources={"metadata": {"path": run_dir}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        extra_arguments=extra_arguments,
+        resources={"metadata": {"path": run_dir}},
+    )
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start
@@ -124,8 +129,9 @@ def run_notebook(course: Path, path: Path, extra_arguments: list[str], timeout: 
 def is_demo(cell) -> bool:
     """A demonstration, which grading does not run (GuardedExecute.skip_tags)."""
     md = cell.metadata.get("nbgrader", {})
-    return ("demo" in cell.metadata.get("tags", []) and not md.get("solution")
-            and not md.get("grade"))
+    return (
+        "demo" in cell.metadata.get("tags", []) and not md.get("solution") and not md.get("grade")
+    )
 
 
 def per_lesson(course: Path) -> None:
@@ -141,8 +147,10 @@ def per_lesson(course: Path) -> None:
     means = {a: mean(v) for a, v in sorted(seconds.items())}
     print("per submission, one worker: " + ", ".join(f"{a} {s:.1f} s" for a, s in means.items()))
     if "05_mlp" in means and "01_value" in means:
-        print(f"05_mlp / 01_value per submission: {means['05_mlp'] / means['01_value']:.2f}x"
-              "   (target <= 2)")
+        print(
+            f"05_mlp / 01_value per submission: {means['05_mlp'] / means['01_value']:.2f}x"
+            "   (target <= 2)"
+        )
 
 
 def main() -> None:
@@ -155,8 +163,10 @@ def main() -> None:
     if not assignments:
         raise SystemExit("no assignment has solutions/ and notebooks/: run make generate")
     work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
-    print(f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
-          f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}")
+    print(
+        f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
+        f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}"
+    )
     try:
         course = work / "course"
         copy_course(course)
@@ -164,8 +174,9 @@ def main() -> None:
         py = sys.executable
         for a in assignments:  # (a) needs the cells in its gradebook first
             timed([py, "-m", "nbgrader", "generate_assignment", a, "--force"], course)
-        serial = sum(timed([py, "-m", "nbgrader", "autograde", a, "--force"], course)
-                     for a in assignments)
+        serial = sum(
+            timed([py, "-m", "nbgrader", "autograde", a, "--force"], course) for a in assignments
+        )
         graded = sorted((course / "autograded").glob("*/*/*.ipynb"))
         print(f"(a) serial nbgrader autograde: {serial:7.1f} s for {n} notebooks")
 
@@ -173,23 +184,30 @@ def main() -> None:
         for jobs in (args.jobs, 1):
             ours = work / f"ours-{jobs}"
             shutil.copytree(course / "submitted", ours / "submitted")
-            results[jobs] = timed([py, "-m", "autograder", "grade", "--jobs", str(jobs), "-q",
-                                   "--course", str(ours)], course)
+            results[jobs] = timed(
+                [py, "-m", "autograder", "grade", "--jobs", str(jobs), "-q", "--course", str(ours)],
+                course,
+            )
             label = "(b)" if jobs == args.jobs else "(c)"
             print(f"{label} autograder grade --jobs {jobs}:  {results[jobs]:7.1f} s")
 
         from traitlets.config.loader import PyFileConfigLoader
 
         config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-        bottom = floor(course, graded, list(config.Execute.extra_arguments),
-                       int(config.Execute.timeout))
+        bottom = floor(
+            course, graded, list(config.Execute.extra_arguments), int(config.Execute.timeout)
+        )
         print(f"(d) floor, nbclient one by one:  {bottom:7.1f} s for {len(graded)} notebooks")
 
-        print(f"\nthroughput, serial nbgrader / ours with {args.jobs} workers: "
-              f"{serial / results[args.jobs]:.2f}x   (target >= 1.6 on 2 cores)")
+        print(
+            f"\nthroughput, serial nbgrader / ours with {args.jobs} workers: "
+            f"{serial / results[args.jobs]:.2f}x   (target >= 1.6 on 2 cores)"
+        )
         per_ours, per_floor = results[1] / n, bottom / len(graded)
-        print(f"per notebook, ours with 1 worker / floor: {per_ours:.2f} s / {per_floor:.2f} s "
-              f"= {per_ours / per_floor:.2f}x   (target <= 1.3)")
+        print(
+            f"per notebook, ours with 1 worker / floor: {per_ours:.2f} s / {per_floor:.2f} s "
+            f"= {per_ours / per_floor:.2f}x   (target <= 1.3)"
+        )
         per_lesson(work / "ours-1")
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     finally:

@@ -50,15 +50,26 @@ def cleared(path: Path) -> nbformat.NotebookNode:
 def run_once(nb, folder: Path, manager: type, timeout: int) -> float:
     from nbclient import NotebookClient
 
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            kernel_manager_class=manager, extra_arguments=list(ARGS),
-                            shutdown_kernel="immediate",
-                            resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        kernel_manager_class=manager,
+        extra_arguments=list(ARGS),
+        shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(folder)}},
+    )
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.output_type == "error"]
+    errors = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.output_type == "error"
+    ]
     if errors:
         raise SystemExit(f"{manager.__name__}: {errors[0].ename}: {errors[0].evalue}")
     return seconds
@@ -103,8 +114,10 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     load = os.getloadavg()
-    print(f"{len(notebooks)} notebooks x {args.rounds} rounds, interleaved; load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; median seconds per run")
+    print(
+        f"{len(notebooks)} notebooks x {args.rounds} rounds, interleaved; load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; median seconds per run"
+    )
     print(f"{'':24} {'none':>8} {'bubblewrap':>11} {'ratio':>7}")
     totals = {name: 0.0 for name in MANAGERS}
     for label in ["(kernel start)", *(n for n, _, _ in notebooks)]:
@@ -112,12 +125,16 @@ def main() -> None:
         if label != "(kernel start)":
             for name in MANAGERS:
                 totals[name] += med[name]
-        print(f"{label:24} {med['none']:8.2f} {med['bubblewrap']:11.2f} "
-              f"{med['bubblewrap'] / med['none']:6.2f}x")
+        print(
+            f"{label:24} {med['none']:8.2f} {med['bubblewrap']:11.2f} "
+            f"{med['bubblewrap'] / med['none']:6.2f}x"
+        )
     n = len(notebooks)
     ratio = totals["bubblewrap"] / totals["none"]
-    print(f"{'per notebook (mean)':24} {totals['none'] / n:8.2f} "
-          f"{totals['bubblewrap'] / n:11.2f} {ratio:6.2f}x   (target <= 1.15x)")
+    print(
+        f"{'per notebook (mean)':24} {totals['none'] / n:8.2f} "
+        f"{totals['bubblewrap'] / n:11.2f} {ratio:6.2f}x   (target <= 1.15x)"
+    )
 
 
 if __name__ == "__main__":

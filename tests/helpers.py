@@ -57,14 +57,16 @@ def code_of(cell) -> str:
     from autograder.markers import visible
 
     source = visible(cell.source) if is_test_cell(cell) else cell.source
-    return "\n".join(line for line in source.splitlines()
-                     if not line.lstrip().startswith(("%", "!")))
+    return "\n".join(
+        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
 
 
 def is_demo(cell) -> bool:
     md = cell.metadata.get("nbgrader", {})
-    return "demo" in cell.metadata.get("tags", []) and not md.get("solution") and not md.get(
-        "grade")
+    return (
+        "demo" in cell.metadata.get("tags", []) and not md.get("solution") and not md.get("grade")
+    )
 
 
 class CellFailed(Exception):
@@ -128,8 +130,9 @@ def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
     return verdicts.verdict(assignment, cell_id, kernel)
 
 
-def failing_cells(nb: nbformat.NotebookNode, assignment: str, seed: int = SEED,
-                  visible: bool = False) -> dict[str, str]:
+def failing_cells(
+    nb: nbformat.NotebookNode, assignment: str, seed: int = SEED, visible: bool = False
+) -> dict[str, str]:
     """Run every cell as grading does, carrying on past failures: {grade id of a test
     cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
     raises at definition time) is reported too, under its grade id or its position.

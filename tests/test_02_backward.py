@@ -3,7 +3,6 @@ any way, and catch the classic bugs, each in the cell that grades the broken exe
 only there: backward() and zero_grad are graded with the course's topological_order,
 grad_check with the course's backward() and numerical_grad."""
 
-
 import pytest
 from helpers import (
     SOURCE,
@@ -241,19 +240,29 @@ BUGS = [
     ),
     (
         "numerical_grad ignores the h it is given",
-        [("        up[i] += h\n        down[i] -= h\n",
-          "        up[i] += 1e-6\n        down[i] -= 1e-6\n"),
-         ("        grads.append((f(*up) - f(*down)) / (2 * h))",
-          "        grads.append((f(*up) - f(*down)) / (2 * 1e-6))")],
+        [
+            (
+                "        up[i] += h\n        down[i] -= h\n",
+                "        up[i] += 1e-6\n        down[i] -= 1e-6\n",
+            ),
+            (
+                "        grads.append((f(*up) - f(*down)) / (2 * h))",
+                "        grads.append((f(*up) - f(*down)) / (2 * 1e-6))",
+            ),
+        ],
         {NUM},
     ),
     (
         "numerical_grad nudges xs in place and puts it back (rounding changes it)",
-        [("        up = list(xs)\n        down = list(xs)\n        up[i] += h\n"
-          "        down[i] -= h\n        grads.append((f(*up) - f(*down)) / (2 * h))\n",
-          "        xs[i] += h\n        up = f(*xs)\n        xs[i] -= 2 * h\n"
-          "        down = f(*xs)\n        xs[i] += h\n"
-          "        grads.append((up - down) / (2 * h))\n")],
+        [
+            (
+                "        up = list(xs)\n        down = list(xs)\n        up[i] += h\n"
+                "        down[i] -= h\n        grads.append((f(*up) - f(*down)) / (2 * h))\n",
+                "        xs[i] += h\n        up = f(*xs)\n        xs[i] -= 2 * h\n"
+                "        down = f(*xs)\n        xs[i] += h\n"
+                "        grads.append((up - down) / (2 * h))\n",
+            )
+        ],
         {NUM},
     ),
     (
@@ -595,14 +604,16 @@ def test_hidden_checks_called_directly():
     def kahn_without_leaves(root):
         return [node for node in recursive(root) if node._prev]
 
-    ns.update(numerical_grad=one_sided, topological_order=recursive,
-              topological_order_iterative=recursive)
+    ns.update(
+        numerical_grad=one_sided, topological_order=recursive, topological_order_iterative=recursive
+    )
     lines = verdict_of(ns, A, NUM).message.splitlines()
     assert "numerical_grad(f, xs)[0] should be df/dx0" in lines[0]
     assert lines[1].startswith("f = ") and any(ln.startswith("at x0=") for ln in lines)
     assert all(len(line) < 90 for line in lines)
     assert verdict_of(ns, A, ITER).message == (
-        "topological_order_iterative hit the recursion limit on a chain 10,000 deep: use a stack")
+        "topological_order_iterative hit the recursion limit on a chain 10,000 deep: use a stack"
+    )
     assert verdict_of(ns, A, TOPO).passed  # fine for lesson 2's first exercise
     ns["topological_order"] = kahn_without_leaves
     assert "leaves out x0" in verdict_of(ns, A, TOPO).message

@@ -346,14 +346,17 @@ def hidden_message(nb, cell: str) -> str:
 
 
 def test_visible_messages_name_the_input(solution):
-    overflow = failing_cells(mutate(solution, *bug("tanh from exp(2x), overflows")), A,
-                             visible=True)[TANH]
+    overflow = failing_cells(
+        mutate(solution, *bug("tanh from exp(2x), overflows")), A, visible=True
+    )[TANH]
     assert overflow == "(1000 * a).tanh() raised OverflowError: math range error", overflow
-    sigmoid = failing_cells(mutate(solution, *bug("naive sigmoid, overflows at -1000")), A,
-                            visible=True)[SIGMOID]
+    sigmoid = failing_cells(
+        mutate(solution, *bug("naive sigmoid, overflows at -1000")), A, visible=True
+    )[SIGMOID]
     assert sigmoid.startswith("(-1000 * a).sigmoid() raised OverflowError"), sigmoid
-    kink = failing_cells(mutate(solution, *bug("relu passes gradient at 0 (>=)")), A,
-                         visible=True)[RELU]
+    kink = failing_cells(mutate(solution, *bug("relu passes gradient at 0 (>=)")), A, visible=True)[
+        RELU
+    ]
     assert kink == "d(a.relu())/da at a=0: expected 0, got 1.", kink
 
 
@@ -365,8 +368,7 @@ def test_hidden_messages_name_the_problem(solution):
     assert "large inputs" in overflow
     kink = hidden_message(mutate(solution, *bug("relu passes gradient at 0 (>=)")), RELU)
     assert "at x = 0 relu has a kink" in kink, kink
-    unnamed = hidden_message(mutate(solution, *bug("log domain error without the value")),
-                             EXPLOG)
+    unnamed = hidden_message(mutate(solution, *bug("log domain error without the value")), EXPLOG)
     assert "Value(0).log() raised ValueError, but its message should name" in unnamed, unnamed
     no_grad = hidden_message(mutate(solution, *bug("sigmoid without * out.grad")), SIGMOID)
     assert "`sigmoid`:" in no_grad and "multiplied by out.grad" in no_grad, no_grad

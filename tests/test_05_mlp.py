@@ -532,8 +532,15 @@ MESSAGES = [
     ("max-margin without L2", "max_margin", "alpha="),
     ("MSE without the mean", "mse", "mse_loss(["),
 ]
-CELLS = {"neuron": NEURON, "mlp": MLP, "linear": LINEAR, "mse": MSE, "bce": BCE,
-         "max_margin": MM, "training": TRAIN}
+CELLS = {
+    "neuron": NEURON,
+    "mlp": MLP,
+    "linear": LINEAR,
+    "mse": MSE,
+    "bce": BCE,
+    "max_margin": MM,
+    "training": TRAIN,
+}
 
 
 @pytest.mark.parametrize("name, check, words", MESSAGES, ids=[m[0] for m in MESSAGES])

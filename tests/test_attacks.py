@@ -141,10 +141,17 @@ def snapshot(root: Path) -> dict[str, str]:
 def run(course: Path, *args, tmp: Path) -> tuple[subprocess.CompletedProcess, int]:
     """Run a command of the course with its own temporary folder ``tmp`` (tests running
     alongside have theirs); its result, and the pid it ran as."""
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-               TMPDIR=str(tmp))
-    proc = subprocess.Popen([sys.executable, "-m", "autograder", *args], cwd=course, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(
+        os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), TMPDIR=str(tmp)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=course,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = proc.communicate(timeout=1500)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
 
@@ -156,10 +163,13 @@ def graded(tmp_path_factory):
     honest = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
     name = notebook_path(SOLUTIONS, A).name
-    paths = {"MIME": MIME, "REFERENCE": str(root / "source" / ".reference"),
-             "GRADEBOOK": str(root / "gradebook.db"),
-             "HIDDEN": str(root / "autograder" / "verdicts" / "hidden" / f"{A}.py"),
-             "HONEST": str(root / "submitted" / "honest" / A / name)}
+    paths = {
+        "MIME": MIME,
+        "REFERENCE": str(root / "source" / ".reference"),
+        "GRADEBOOK": str(root / "gradebook.db"),
+        "HIDDEN": str(root / "autograder" / "verdicts" / "hidden" / f"{A}.py"),
+        "HONEST": str(root / "submitted" / "honest" / A / name),
+    }
 
     def put(student, nb, assignment=A, filename=name):
         folder = root / "submitted" / student / assignment
@@ -178,11 +188,19 @@ def graded(tmp_path_factory):
     quiz_name = notebook_path(SOLUTIONS, QUIZ).name
     quiz_blank = nbformat.read(notebook_path(NOTEBOOKS, QUIZ), as_version=4)
     put("honest", nbformat.read(notebook_path(SOLUTIONS, QUIZ), as_version=4), QUIZ, quiz_name)
-    put("quiz_file", with_code(quiz_blank, f"""
+    put(
+        "quiz_file",
+        with_code(
+            quiz_blank,
+            f"""
 import re
 text = open({str(root / "autograder" / "verdicts" / "hidden" / f"{QUIZ}.py")!r}).read()
 q1 = re.search(r'"q1": letter\\("(\\w)"\\)', text).group(1)
-"""), QUIZ, quiz_name)
+""",
+        ),
+        QUIZ,
+        quiz_name,
+    )
     course.release(A)
     course.release(QUIZ)
     before = snapshot(root)
@@ -193,8 +211,15 @@ q1 = re.search(r'"q1": letter\\("(\\w)"\\)', text).group(1)
     for path in (root / "autograded").glob("*/*/.autograder.json"):
         rec = json.loads(path.read_text())
         records[(rec["student"], rec["assignment"])] = rec
-    return {"root": root, "proc": proc, "pid": pid, "records": records, "before": before,
-            "after": snapshot(root), "tmp": sorted(os.listdir(tmp))}
+    return {
+        "root": root,
+        "proc": proc,
+        "pid": pid,
+        "records": records,
+        "before": before,
+        "after": snapshot(root),
+        "tmp": sorted(os.listdir(tmp)),
+    }
 
 
 def test_every_submission_was_graded(graded):
@@ -229,8 +254,10 @@ def test_only_the_grader_changed_the_course(graded):
     assert graded["after"] == graded["before"]
     db = sqlite3.connect(graded["root"] / "gradebook.db")
     try:
-        assert db.execute("select count(*) from sqlite_master where type = 'trigger'"
-                          ).fetchone()[0] == 0
+        assert (
+            db.execute("select count(*) from sqlite_master where type = 'trigger'").fetchone()[0]
+            == 0
+        )
     finally:
         db.close()
 

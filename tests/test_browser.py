@@ -38,8 +38,14 @@ from autograder.students import edition, lab
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 LESSONS = sorted(p.name for p in NOTEBOOKS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 TIMEOUT = 120_000  # ms: generous, the machine may be busy
@@ -143,13 +149,21 @@ def served(tmp_path_factory):
         IPYTHONDIR=str(base / "ipython"),
     )
     port = free_port()
-    cmd = launcher.lab_command(layout.work, layout.config, [
-        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--no-browser",
-        "--IdentityProvider.token=", "--ServerApp.password=",  # 127.0.0.1 only
-    ])
+    cmd = launcher.lab_command(
+        layout.work,
+        layout.config,
+        [
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            "--no-browser",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",  # 127.0.0.1 only
+        ],
+    )
     log = (base / "server.log").open("w")
-    server = subprocess.Popen(cmd, cwd=student, env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        cmd, cwd=student, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -193,7 +207,9 @@ def browser_context(served, tmp_path_factory):
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1400, "height": 1000},
         )
         context.set_default_timeout(TIMEOUT)
@@ -254,7 +270,8 @@ def expected_media(notebooks: list[Path]) -> tuple[int, int]:
 def check_cell_count(notebooks: list[Path]) -> int:
     return sum(
         bool(c.metadata.get("nbgrader", {}).get("grade"))
-        for path in notebooks for c in nbformat.read(path, as_version=4).cells
+        for path in notebooks
+        for c in nbformat.read(path, as_version=4).cells
     )
 
 
@@ -304,7 +321,8 @@ def test_jupyterlab_opens_on_the_start_page(served, browser_context):
         tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
         assert "START-HERE.md" in tab.inner_text()
         links = page.locator(".jp-RenderedMarkdown a").evaluate_all(
-            "as => as.map(a => a.getAttribute('href'))")
+            "as => as.map(a => a.getAttribute('href'))"
+        )
         for name in LESSONS:
             assert any(link and f"/{name}/" in link for link in links), links
         text = page.locator(".jp-RenderedMarkdown").first.inner_text()
@@ -337,15 +355,20 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
             with contextlib.suppress(PlaywrightTimeout):  # it may be done already
                 page.wait_for_function(
                     "s => [...document.querySelectorAll(s)].some(p => p.textContent.includes('*'))",
-                    arg=CODE_PROMPTS, timeout=10_000,
+                    arg=CODE_PROMPTS,
+                    timeout=10_000,
                 )
             wait_idle(page)
             cells = code_cells(page)
             page.screenshot(path=str(shots / f"{name}-{nb_path.stem}-end.png"))
             not_run = [c["source"][:60] for c in cells if not re.search(r"\[\d+\]", c["prompt"])]
             assert not not_run, f"cells that did not run (an earlier cell failed?): {not_run}"
-            errors = [o["text"][:300] for c in cells for o in c["outputs"]
-                      if o["mime"] == "application/vnd.jupyter.stderr"]
+            errors = [
+                o["text"][:300]
+                for c in cells
+                for o in c["outputs"]
+                if o["mime"] == "application/vnd.jupyter.stderr"
+            ]
             assert not errors, f"error or stderr output in the solved {name}: {errors}"
 
             svg, png = expected_media([nb_path])
@@ -364,8 +387,11 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
 
             # each check cell prints its success line, a line starting with ✓
             source = nbformat.read(nb_path, as_version=4)
-            graded = [bool(c.metadata.get("nbgrader", {}).get("grade"))
-                      for c in source.cells if c.cell_type == "code"]
+            graded = [
+                bool(c.metadata.get("nbgrader", {}).get("grade"))
+                for c in source.cells
+                if c.cell_type == "code"
+            ]
             assert len(graded) == len(cells), "the page shows another notebook"
             for is_check, cell in zip(graded, cells):
                 shown = "\n".join(o["text"] for o in cell["outputs"])
@@ -373,8 +399,10 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
                     assert re.search(r"^✓ ", shown, re.M), f"no ✓ line: {cell['source'][:80]}"
 
             # the self-check: this lesson's exercises, then one line per other lesson
-            n, total = sum(graded), check_cell_count(
-                [p for lesson in LESSONS for p in solved_notebooks(lesson)])
+            n, total = (
+                sum(graded),
+                check_cell_count([p for lesson in LESSONS for p in solved_notebooks(lesson)]),
+            )
             lines = self_check_lines(cells)
             assert lines[0] == f"{name} (this notebook, run again now): {n} of {n} pass", lines
             assert all(line.startswith("  ✓ ") for line in lines[1 : n + 1]), lines
@@ -383,8 +411,10 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
             assert f"Course: {total} of {total} exercises pass their visible checks." in lines
             assert len(lines) == n + len(LESSONS) + 3 and max(map(len, lines)) < 90
             seconds = run_last_cell(page)
-            print(f"\n{name}: self-check cell alone, after Run All: {seconds:.2f} s "
-                  f"({len(lines)} lines)")
+            print(
+                f"\n{name}: self-check cell alone, after Run All: {seconds:.2f} s "
+                f"({len(lines)} lines)"
+            )
             assert self_check_lines(code_cells(page)) == lines
             assert not outside, f"the lab tried to reach the network: {outside[:5]}"
         finally:
@@ -416,8 +446,10 @@ def test_student_lab_has_validate_and_no_instructor_tools(served, browser_contex
     finally:
         page.close()
     for route in ("formgrader", "assignments", "courses"):
-        with contextlib.suppress(urllib.error.HTTPError), \
-                urllib.request.urlopen(f"{url}/{route}", timeout=10) as r:
+        with (
+            contextlib.suppress(urllib.error.HTTPError),
+            urllib.request.urlopen(f"{url}/{route}", timeout=10) as r,
+        ):
             pytest.fail(f"/{route} answered {r.status}: instructor tools must be off")
 
 
@@ -443,8 +475,9 @@ def test_blank_lesson_shows_one_line_failures(served, browser_context):
         checks = [c for c in cells if c["source"].lstrip().startswith('"""Check:')]
         assert len(checks) == check_cell_count([nb_path])
         for cell in checks:
-            errors = [o["text"] for o in cell["outputs"]
-                      if o["mime"] == "application/vnd.jupyter.stderr"]
+            errors = [
+                o["text"] for o in cell["outputs"] if o["mime"] == "application/vnd.jupyter.stderr"
+            ]
             assert len(errors) == 1, cell["source"][:80]
             lines = errors[0].strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("✗ "), errors[0][:500]
@@ -457,7 +490,8 @@ def test_blank_lesson_shows_one_line_failures(served, browser_context):
         assert all(line.endswith("not written yet") for line in lines[1 : n + 1]), lines
         others = lines[n + 2 : -1]
         assert [line.split(maxsplit=1) for line in others] == [
-            [lesson, "not started"] for lesson in LESSONS[1:]], lines
+            [lesson, "not started"] for lesson in LESSONS[1:]
+        ], lines
         seconds = run_last_cell(page)
         print(f"\nblank {name}: self-check cell alone: {seconds:.2f} s ({len(lines)} lines)")
     finally:

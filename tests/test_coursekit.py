@@ -70,8 +70,12 @@ def test_place_coursekit_links_missing_replaces_stale_and_keeps_right_ones(tmp_p
     shutil.copy(SHARED, course / "solutions" / "02_b" / KIT)  # a right copy: kept
     written = place_coursekit(course)
     assert sorted(p.relative_to(course).as_posix() for p in written) == [
-        "notebooks/01_a/coursekit.py", "notebooks/02_b/coursekit.py",
-        "solutions/01_a/coursekit.py", "source/01_a/coursekit.py", "source/02_b/coursekit.py"]
+        "notebooks/01_a/coursekit.py",
+        "notebooks/02_b/coursekit.py",
+        "solutions/01_a/coursekit.py",
+        "source/01_a/coursekit.py",
+        "source/02_b/coursekit.py",
+    ]
     for top in ("source", "notebooks", "solutions"):
         for name in ("01_a", "02_b"):
             assert same_as_shared(course / top / name / KIT)
@@ -163,8 +167,7 @@ def test_nbgrader_release_assignment_hands_students_a_real_coursekit(tmp_path):
     exchange = tmp_path / "exchange"
     course.nbgrader("release_assignment", A, f"--Exchange.root={exchange}")
     outbound = exchange / "autograd-from-scratch" / "outbound" / A
-    assert sorted(p.name for p in outbound.iterdir()) == sorted(
-        p.name for p in released.iterdir())
+    assert sorted(p.name for p in outbound.iterdir()) == sorted(p.name for p in released.iterdir())
     kit = outbound / KIT
     assert kit.is_file() and not kit.is_symlink()
     assert same_as_shared(kit)

@@ -30,14 +30,18 @@ MARKER = "AUTOGRADER_WORKER"  # limits.MARKER: what the test's workers and kerne
 
 
 def env(**extra) -> dict:
-    return dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-                **extra)
+    return dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **extra)
 
 
 def grade(course: Path, *args, timeout=900) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", A, *LIMITS, *args],
-                          cwd=course, env=env(), capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", A, *LIMITS, *args],
+        cwd=course,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
 
@@ -45,9 +49,11 @@ def grade(course: Path, *args, timeout=900) -> subprocess.CompletedProcess:
 def gradebook_rows(course: Path) -> dict[str, int]:
     con = sqlite3.connect(course / "gradebook.db")
     try:
-        rows = con.execute("select student.id, count(*) from submitted_assignment join "
-                           "student on student.id = submitted_assignment.student_id "
-                           "group by student.id").fetchall()
+        rows = con.execute(
+            "select student.id, count(*) from submitted_assignment join "
+            "student on student.id = submitted_assignment.student_id "
+            "group by student.id"
+        ).fetchall()
     finally:
         con.close()
     return dict(rows)
@@ -90,9 +96,19 @@ class DaskCluster:
         folder = tmp / "scheduler"
         folder.mkdir(parents=True)
         info = folder / "scheduler.json"
-        self.scheduler = self._start(["scheduler", "--host", "127.0.0.1", "--port", "0",
-                                      "--no-dashboard", "--scheduler-file", str(info)],
-                                     folder)
+        self.scheduler = self._start(
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(info),
+            ],
+            folder,
+        )
         deadline = time.monotonic() + 120
         while not info.exists() and time.monotonic() < deadline:
             assert self.scheduler.poll() is None, (folder / "log.txt").read_text()
@@ -102,9 +118,14 @@ class DaskCluster:
 
     def _start(self, args: list[str], cwd: Path) -> subprocess.Popen:
         log = open(cwd / "log.txt", "w")  # noqa: SIM115 (closed with the process)
-        proc = subprocess.Popen([str(Path(VENV_BIN) / "dask"), *args], cwd=cwd,
-                                env=env(**{MARKER: self.token}), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(Path(VENV_BIN) / "dask"), *args],
+            cwd=cwd,
+            env=env(**{MARKER: self.token}),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.procs.append(proc)
         return proc
@@ -112,9 +133,22 @@ class DaskCluster:
     def add_worker(self, name: str) -> subprocess.Popen:
         folder = self.tmp / name
         (folder / "local").mkdir(parents=True)
-        proc = self._start(["worker", self.address, "--name", name, "--nthreads", "1",
-                            "--host", "127.0.0.1", "--no-dashboard",
-                            "--local-directory", str(folder / "local")], folder)
+        proc = self._start(
+            [
+                "worker",
+                self.address,
+                "--name",
+                name,
+                "--nthreads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                "--local-directory",
+                str(folder / "local"),
+            ],
+            folder,
+        )
         self.workers.append(proc)
         return proc
 
@@ -135,8 +169,7 @@ class DaskCluster:
         found = []
         for p in psutil.process_iter():
             try:
-                if p.environ().get(MARKER) == self.token and p.status() != \
-                        psutil.STATUS_ZOMBIE:
+                if p.environ().get(MARKER) == self.token and p.status() != psutil.STATUS_ZOMBIE:
                     found.append(p)
             except (psutil.Error, OSError):
                 pass
@@ -167,8 +200,9 @@ def cluster(tmp_path):
         try:
             client.wait_for_workers(2, timeout=120)
             # The workers have nothing of the course: no `autograder` to import.
-            found = client.run(lambda: __import__("importlib.util").util.find_spec(
-                "autograder") is not None)
+            found = client.run(
+                lambda: __import__("importlib.util").util.find_spec("autograder") is not None
+            )
             assert set(found.values()) == {False}, found
         finally:
             client.close()
@@ -227,10 +261,23 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path
     slow = with_cell_after_first_test(solution, "import time\ntime.sleep(3)")
     students = {f"s{i}": (slow if i % 2 else blank) for i in range(8)}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
-                            "--scheduler", str(cluster.scheduler_file)],  # its file, this time
-                           cwd=course, env=env(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            A,
+            *LIMITS,
+            "--scheduler",
+            str(cluster.scheduler_file),
+        ],  # its file, this time
+        cwd=course,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     victim = None
     deadline = time.monotonic() + 300
     while victim is None and time.monotonic() < deadline and run.poll() is None:
@@ -270,9 +317,14 @@ def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path
     killer = with_cell_after_first_test(solution, KILL_PARENT)
     students = {"killer": killer, "solution": solution, "blank": blank}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
-                            "--jobs", "2", "--no-sandbox"], cwd=course, env=env(),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "autograder", "grade", A, *LIMITS, "--jobs", "2", "--no-sandbox"],
+        cwd=course,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = run.communicate(timeout=900)
     assert run.returncode == 1, out[-3000:] + err[-3000:]
     recs = records(course)
@@ -286,14 +338,17 @@ def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path
     left = []
     for p in psutil.process_iter():
         with contextlib.suppress(psutil.Error, OSError):
-            if p.environ().get(MARKER, "").startswith(f"{run.pid}-") and \
-                    p.status() != psutil.STATUS_ZOMBIE:
+            if (
+                p.environ().get(MARKER, "").startswith(f"{run.pid}-")
+                and p.status() != psutil.STATUS_ZOMBIE
+            ):
                 left.append(p.pid)
     assert left == []
 
 
-@pytest.mark.skipif(sandbox_status().level != BUBBLEWRAP,
-                    reason=f"no sandbox here: {sandbox_status().reason}")
+@pytest.mark.skipif(
+    sandbox_status().level != BUBBLEWRAP, reason=f"no sandbox here: {sandbox_status().reason}"
+)
 def test_the_sandbox_keeps_the_worker_out_of_reach(tmp_path):
     """The same cell in the sandbox: the kernel's parent is the sandbox's own init, which
     a SIGKILL from inside does not stop, so the worker grades on and the cell costs
@@ -303,9 +358,24 @@ def test_the_sandbox_keeps_the_worker_out_of_reach(tmp_path):
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     students = {"killer": with_cell_after_first_test(solution, KILL_PARENT)}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", A, *LIMITS,
-                          "--jobs", "1", "--require-sandbox"], cwd=course, env=env(),
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            A,
+            *LIMITS,
+            "--jobs",
+            "1",
+            "--require-sandbox",
+        ],
+        cwd=course,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     rec = records(course)["killer"]
     assert rec["score"] == rec["max_score"]

@@ -45,18 +45,29 @@ def files(folder: Path) -> list[str]:
 
 
 def test_student_edition_holds_lessons_launcher_readme_and_requirements(student):
-    expected = {".edition.json", ".gitignore", "README.md", "lessons/START-HERE.md", "lab.py",
-                "requirements.txt", "LICENSE"}
+    expected = {
+        ".edition.json",
+        ".gitignore",
+        "README.md",
+        "lessons/START-HERE.md",
+        "lab.py",
+        "requirements.txt",
+        "LICENSE",
+    }
     expected |= {f"jupyter/{p}" for p in files(edition.LAB_CONFIG)}
     for assignment in ASSIGNMENTS:
-        expected |= {f"lessons/{assignment}/{p}" for p in files(NOTEBOOKS / assignment)
-                     if ".ipynb_checkpoints" not in p}
+        expected |= {
+            f"lessons/{assignment}/{p}"
+            for p in files(NOTEBOOKS / assignment)
+            if ".ipynb_checkpoints" not in p
+        }
     assert set(files(student)) == expected
     for assignment in ASSIGNMENTS:
         for path in (NOTEBOOKS / assignment).iterdir():
             if path.is_file():
-                assert (student / "lessons" / assignment / path.name).read_bytes() \
-                    == path.read_bytes()
+                assert (
+                    student / "lessons" / assignment / path.name
+                ).read_bytes() == path.read_bytes()
 
 
 def test_every_lesson_holds_coursekit_as_a_real_file(student, tmp_path):
@@ -74,8 +85,16 @@ def test_every_lesson_holds_coursekit_as_a_real_file(student, tmp_path):
 def test_student_edition_holds_nothing_secret(student, secrets):
     assert edition.leaks(student, secrets) == []
     names = {part for p in student.rglob("*") for part in p.relative_to(student).parts}
-    assert not names & {"source", "solutions", "autograder", "hidden", "refgrad",
-                        ".reference", "nbgrader_config.py", "gradebook.db"}
+    assert not names & {
+        "source",
+        "solutions",
+        "autograder",
+        "hidden",
+        "refgrad",
+        ".reference",
+        "nbgrader_config.py",
+        "gradebook.db",
+    }
 
 
 def test_no_solution_or_hidden_test_line_of_the_instructor_notebooks_is_in_it(student):
@@ -112,8 +131,11 @@ def test_student_requirements_are_the_one_list_and_hold_nothing_of_the_grader(st
     listed = (ROOT / "requirements-student.txt").read_text()
     assert (student / "requirements.txt").read_text() == listed
     assert "-r requirements-student.txt" in (ROOT / "requirements.txt").read_text().splitlines()
-    names = {re.split(r"[<>=!~\[ ]", line)[0].lower() for line in listed.splitlines()
-             if line and not line.startswith("#")}
+    names = {
+        re.split(r"[<>=!~\[ ]", line)[0].lower()
+        for line in listed.splitlines()
+        if line and not line.startswith("#")
+    }
     assert "nbgrader" in names  # for Validate
     assert not names & {"dask", "distributed", "psutil", "latex2mathml", "torch"}
 
@@ -157,8 +179,9 @@ def test_releasing_again_keeps_git_work_and_venv_and_refuses_other_folders(tmp_p
     assert edition.release(dest, git=True) == 0
     assert (dest / "my-work" / "01_value" / "value.ipynb").read_text() == "my answers"
     assert (dest / ".venv").is_dir() and not (dest / "stale.txt").exists()
-    log = subprocess.run(["git", "-C", str(dest), "log", "--oneline"], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+    log = subprocess.run(
+        ["git", "-C", str(dest), "log", "--oneline"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert len(log) == 3  # the second release removed stale.txt
     capsys.readouterr()
 
@@ -175,8 +198,12 @@ def test_releasing_again_keeps_git_work_and_venv_and_refuses_other_folders(tmp_p
 
 
 def test_release_command_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "autograder", "release", "--to",
-                           str(tmp_path / "ed")], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "release", "--to", str(tmp_path / "ed")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "student edition:" in proc.stdout and "python3 lab.py" in proc.stdout
     assert (tmp_path / "ed" / "lab.py").exists()
@@ -188,8 +215,10 @@ def test_release_command_line(tmp_path):
 PLANTED = {
     "solution code": ("lessons/05_mlp/mlp.ipynb", "x = module(x)"),
     "a quiz answer": ("lessons/04_checkpoint_engine/checkpoint_engine.ipynb", "q2 = 22.0"),
-    "its reasoning": ("notes.md", "# Why: c = a * b = -6. In d = c*c + c, the node c gets a share "
-                      "from each of its three"),
+    "its reasoning": (
+        "notes.md",
+        "# Why: c = a * b = -6. In d = c*c + c, the node c gets a share from each of its three",
+    ),
     "a hidden test": ("lessons/01_value/value.ipynb", 'load_grader("lesson01").add_mul(Value)'),
     "a marker": ("README.md", "### BEGIN HIDDEN TESTS"),
     "the reference engine": ("lab.py", "from refgrad import Value"),
@@ -214,9 +243,16 @@ def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
     assert found and all(f.startswith(rel) for f in found), found
 
 
-@pytest.mark.parametrize("name", ["solutions/value.ipynb", "refgrad/engine.py",
-                                  "nbgrader_config.py", "verdicts/api.py",
-                                  "probe/runtime.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "solutions/value.ipynb",
+        "refgrad/engine.py",
+        "nbgrader_config.py",
+        "verdicts/api.py",
+        "probe/runtime.py",
+    ],
+)
 def test_a_planted_grader_file_is_found(student, secrets, tmp_path, name):
     import shutil
 
@@ -293,8 +329,9 @@ def test_launcher_tells_the_student_what_it_added(student, tmp_path, capsys):
     assert "new lesson notebook: my-work/01_value/value.ipynb" in first
     assert "course files copied or updated in my-work/:" in first
     launcher.seed_and_say(layout.work, layout.lessons, layout.start_page, "my-work")
-    assert capsys.readouterr().out == ("Your notebooks are in my-work/ (your answers there "
-                                       "are never overwritten).\n")
+    assert capsys.readouterr().out == (
+        "Your notebooks are in my-work/ (your answers there are never overwritten).\n"
+    )
 
 
 def test_launcher_command_opens_the_start_page_on_this_machine_only(student, tmp_path):
@@ -317,8 +354,13 @@ def test_edition_launcher_check_runs_without_the_course(student, tmp_path):
     shutil.copytree(student, copy)
     for name in ("01_value", "02_backward", "03_activations", "05_mlp", "06_checkpoint_mlp"):
         shutil.rmtree(copy / "lessons" / name)  # one lesson is enough, and quicker
-    proc = subprocess.run([sys.executable, "lab.py", "--check", "--no-venv"], cwd=copy,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "lab.py", "--check", "--no-venv"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "0 of 13 exercises pass" in proc.stdout
     assert all(len(line) < 90 for line in proc.stdout.splitlines())

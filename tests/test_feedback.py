@@ -35,7 +35,9 @@ from autograder.preprocessors.hidegradermaterial import HideGraderMaterial
 
 A = "01_value"
 PLOTS = "03_activations"  # math in Markdown, graph drawings (SVG) and plots (PNG)
-MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js?config=TeX-AMS_CHTML-full,Safe"
+MATHJAX = (
+    "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js?config=TeX-AMS_CHTML-full,Safe"
+)
 PWN = "document.title='PWNED'; window.pwned = 1"
 
 MARKDOWN_PAYLOAD = f"""# Notes <script>{PWN}</script>
@@ -71,37 +73,80 @@ def payload_cells() -> list:
     """Cells with every kind of active content a submission could put in a page."""
     cell = new_code_cell("print('hello')")
     cell.outputs = [
-        new_output("display_data", data={
-            "text/html": f"<b>bold</b><script>{PWN}</script><img src=x onerror=\"{PWN}\">",
-            "text/plain": "<HTML>"}),
+        new_output(
+            "display_data",
+            data={
+                "text/html": f'<b>bold</b><script>{PWN}</script><img src=x onerror="{PWN}">',
+                "text/plain": "<HTML>",
+            },
+        ),
         new_output("display_data", data={"application/javascript": PWN}),
         new_output("display_data", data={"text/markdown": f"*md* <script>{PWN}</script>"}),
         new_output("display_data", data={"image/svg+xml": SVG_PAYLOAD}),
-        new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {
-            "model_id": "x", "version_major": 2, "version_minor": 0}, "text/plain": "W"}),
+        new_output(
+            "display_data",
+            data={
+                "application/vnd.jupyter.widget-view+json": {
+                    "model_id": "x",
+                    "version_major": 2,
+                    "version_minor": 0,
+                },
+                "text/plain": "W",
+            },
+        ),
         new_output("display_data", data={"text/vnd.mermaid": "graph TD; A-->B"}),
-        new_output("execute_result", execution_count=3, data={
-            "text/html": f"<p>isolated</p><script>{PWN}</script>"},
-            metadata={"text/html": {"isolated": True}}),
-        new_output("stream", name="stdout", text=f"<script>{PWN}</script> _grader_ "
-                                                  "_refgrad_0123456789abcdef\n"),
-        new_output("error", ename="ValueError", evalue=f"<img src=x onerror={PWN}>",
-                   traceback=[f"<script>{PWN}</script>"]),
+        new_output(
+            "execute_result",
+            execution_count=3,
+            data={"text/html": f"<p>isolated</p><script>{PWN}</script>"},
+            metadata={"text/html": {"isolated": True}},
+        ),
+        new_output(
+            "stream",
+            name="stdout",
+            text=f"<script>{PWN}</script> _grader_ _refgrad_0123456789abcdef\n",
+        ),
+        new_output(
+            "error",
+            ename="ValueError",
+            evalue=f"<img src=x onerror={PWN}>",
+            traceback=[f"<script>{PWN}</script>"],
+        ),
     ]
     png = new_code_cell("plot()")
-    png.outputs = [new_output("display_data", data={"image/png": tiny_png()}, metadata={
-        "image/png": {"width": f"1 onerror={PWN}", "height": 10}})]
+    png.outputs = [
+        new_output(
+            "display_data",
+            data={"image/png": tiny_png()},
+            metadata={"image/png": {"width": f"1 onerror={PWN}", "height": 10}},
+        )
+    ]
     bad_png = new_code_cell("broken()")
     bad_png.outputs = [new_output("display_data", data={"image/png": "not base64 at all!"})]
     tagged = new_code_cell("x = 1", metadata={"tags": [f'x" onmouseover="{PWN}']})
     tagged["id"] = "fine-id"
-    forged = new_code_cell("y = 2", metadata={"nbgrader": {
-        "grade": True, "solution": False, "grade_id": f"<img src=x onerror={PWN}>",
-        "points": 5}})
-    return [new_markdown_cell(MARKDOWN_PAYLOAD), cell, png, bad_png, tagged, forged,
-            new_markdown_cell("Text with _grader_ and _refgrad_ in it."),
-            new_markdown_cell("A student quoting load_grader( in Markdown."),
-            new_code_cell("# BEGIN HIDDEN TESTS is only text here")]
+    forged = new_code_cell(
+        "y = 2",
+        metadata={
+            "nbgrader": {
+                "grade": True,
+                "solution": False,
+                "grade_id": f"<img src=x onerror={PWN}>",
+                "points": 5,
+            }
+        },
+    )
+    return [
+        new_markdown_cell(MARKDOWN_PAYLOAD),
+        cell,
+        png,
+        bad_png,
+        tagged,
+        forged,
+        new_markdown_cell("Text with _grader_ and _refgrad_ in it."),
+        new_markdown_cell("A student quoting load_grader( in Markdown."),
+        new_code_cell("# BEGIN HIDDEN TESTS is only text here"),
+    ]
 
 
 def tiny_png() -> str:
@@ -156,10 +201,10 @@ def exporter(inert_pages: bool = True):
 
 def render(nb, exp=None, with_resources=False):
     exp = exp or exporter()
-    resources = {"nbgrader": {"notebook": "value", "score": 3, "max_score": 14,
-                              "late_penalty": 0}}
-    page, resources = exp.from_notebook_node(nbformat.from_dict(json.loads(json.dumps(nb))),
-                                             resources)
+    resources = {"nbgrader": {"notebook": "value", "score": 3, "max_score": 14, "late_penalty": 0}}
+    page, resources = exp.from_notebook_node(
+        nbformat.from_dict(json.loads(json.dumps(nb))), resources
+    )
     return (page, resources) if with_resources else page
 
 
@@ -183,11 +228,32 @@ def assert_inert(page: str) -> None:
             assert set(element.attrs) <= {"charset", "name", "content"}, element
     body = soup.body
     assert body is not None  # (nbgrader's template nests a second <body> in it)
-    for name in ("script", "style", "link", "meta", "base", "iframe", "frame", "frameset",
-                 "object", "embed", "applet", "param", "form", "button", "input", "select",
-                 "textarea", "svg", "noscript", "template", "portal"):
+    for name in (
+        "script",
+        "style",
+        "link",
+        "meta",
+        "base",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "applet",
+        "param",
+        "form",
+        "button",
+        "input",
+        "select",
+        "textarea",
+        "svg",
+        "noscript",
+        "template",
+        "portal",
+    ):
         assert body.find(name) is None, name
     from autograder.feedback.sanitize import MATHML as mathml
+
     for math in body.find_all("math"):  # offline math: presentation MathML and nothing else
         assert {e.name for e in [math, *math.find_all(True)]} <= mathml, math
     for element in soup.find_all(True):
@@ -196,8 +262,15 @@ def assert_inert(page: str) -> None:
             assert not attr.lower().startswith("on"), (element.name, attr, value)
             squeezed = re.sub(r"[\x00-\x20]+", "", value).lower()
             assert not squeezed.startswith(("javascript:", "vbscript:")), (element.name, attr)
-            if attr in ("href", "src", "action", "formaction", "data", "background",
-                        "poster") and re.match(r"^[a-z][a-z0-9+.-]*:", squeezed):
+            if attr in (
+                "href",
+                "src",
+                "action",
+                "formaction",
+                "data",
+                "background",
+                "poster",
+            ) and re.match(r"^[a-z][a-z0-9+.-]*:", squeezed):
                 if element.name == "img" and attr == "src":
                     assert squeezed.startswith(("data:image/", "https:")), element
                 else:
@@ -216,8 +289,13 @@ def inert_trusted():
 def payload_notebook():
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     nb.cells[1:1] = payload_cells()
-    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
-        "state": {}, "version_major": 2, "version_minor": 0}}
+    nb.metadata["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {
+            "state": {},
+            "version_major": 2,
+            "version_minor": 0,
+        }
+    }
     return nb
 
 
@@ -237,8 +315,9 @@ def test_nothing_from_a_submission_is_active_in_its_page():
     soup = BeautifulSoup(page, features="html.parser")
     text = soup.get_text()
     assert "<script>" in text  # shown as text, not run
-    assert "forged" in text and not [s for s in soup.find_all("span", class_="nbgrader-label")
-                                     if "forged" in s.get_text()]
+    assert "forged" in text and not [
+        s for s in soup.find_all("span", class_="nbgrader-label") if "forged" in s.get_text()
+    ]
     assert "[an output of type application/javascript not shown in the feedback]" in text
     assert "_grader_" in text  # a student's text is the student's, left alone
 
@@ -249,14 +328,17 @@ def test_what_students_legitimately_see_stays():
     assert_inert(page)
     soup = BeautifulSoup(page, features="html.parser")
     images = [img["src"] for img in soup.find_all("img") if img.get("src")]
-    svgs = [base64.b64decode(s.split(",", 1)[1]).decode() for s in images
-            if s.startswith("data:image/svg+xml;base64,")]
+    svgs = [
+        base64.b64decode(s.split(",", 1)[1]).decode()
+        for s in images
+        if s.startswith("data:image/svg+xml;base64,")
+    ]
     pngs = [s for s in images if s.startswith("data:image/png;base64,")]
-    want_svg = sum("image/svg+xml" in o.get("data", {}) for c in nb.cells
-                   for o in c.get("outputs", []))
+    want_svg = sum(
+        "image/svg+xml" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])
+    )
     assert len(svgs) == want_svg > 0 and all("<polygon" in s or "<path" in s for s in svgs)
-    assert pngs and all(base64.b64decode(s.split(",", 1)[1]).startswith(b"\x89PNG")
-                        for s in pngs)
+    assert pngs and all(base64.b64decode(s.split(",", 1)[1]).startswith(b"\x89PNG") for s in pngs)
     assert soup.find("math") and soup.find("mfrac")  # the lesson's math, as MathML
     assert soup.find("div", class_="highlight")  # Markdown code blocks still highlighted
     plain = render(nb, exporter(inert_pages=False))
@@ -275,14 +357,20 @@ def test_svg_drawings_lose_scripts_handlers_and_outside_links():
 
 
 def test_html_fragments_keep_formatting_and_lose_everything_active():
-    html = sanitize.clean_html('<table><tr><th style="text-align: right">a</th></tr></table>'
-                            '<a href="https://example.org">ok</a><a href="#x">in</a>'
-                            '<img src="data:image/png;base64,iVBORw0KGgo=" width="3">')
+    html = sanitize.clean_html(
+        '<table><tr><th style="text-align: right">a</th></tr></table>'
+        '<a href="https://example.org">ok</a><a href="#x">in</a>'
+        '<img src="data:image/png;base64,iVBORw0KGgo=" width="3">'
+    )
     assert '<th style="text-align: right;">' in html
     assert 'href="https://example.org"' in html and 'href="#x"' in html
     assert '<img src="data:image/png;base64,iVBORw0KGgo="' in html
-    for bad in ('<a href="data:text/html,x">', '<img src="https://tracker.example/p.gif">',
-                '<div class="panel panel-primary">', '<p onclick="x()">'):
+    for bad in (
+        '<a href="data:text/html,x">',
+        '<img src="https://tracker.example/p.gif">',
+        '<div class="panel panel-primary">',
+        '<p onclick="x()">',
+    ):
         out = sanitize.clean_html(bad)
         assert not re.search(r"(href|src)=|class=|onclick", out), out
 
@@ -318,17 +406,21 @@ def fuzz_notebooks():
     odd["metadata"] = {"tags": 7, "nbgrader": {"solution": True}}  # no grade_id
     odd["outputs"] += [
         {"output_type": "display_data", "data": "not a dict", "metadata": []},
-        {"output_type": "display_data", "data": {"text/html": ["<b>", 3, None]},
-         "metadata": {}},
+        {"output_type": "display_data", "data": {"text/html": ["<b>", 3, None]}, "metadata": {}},
         {"output_type": "error", "ename": 1, "evalue": None, "traceback": [1, {"a": 2}]},
         {"output_type": "stream", "name": "<b>", "text": ["a", "b", 3]},
         {"output_type": "teleport", "data": {}},
         "not an output",
     ]
     raw["cells"].append({"cell_type": "heading", "source": "old", "metadata": {}})
-    raw["cells"].append({"cell_type": "markdown", "source": "att ![a](attachment:a.png)",
-                         "metadata": {}, "attachments": {"a.png": {"image/png": "%%"},
-                                                         "b": {"text/html": "<script>"}}})
+    raw["cells"].append(
+        {
+            "cell_type": "markdown",
+            "source": "att ![a](attachment:a.png)",
+            "metadata": {},
+            "attachments": {"a.png": {"image/png": "%%"}, "b": {"text/html": "<script>"}},
+        }
+    )
     raw["metadata"] = {"language_info": "not a dict", "widgets": 5}
     return raw
 
@@ -357,12 +449,15 @@ def test_the_linear_scans_find_what_the_regular_expressions_found():
     rng = random.Random(20)
     pieces = ["/autograder-material/", "/autograder-material", "ab", "9", "x", " ", "'", "\n"]
     for _ in range(5000):
-        text = "".join(rng.choice(rng.choice(["<>/ab ", "<>/aB1:-\"' \n", "<>/brdiv "]))
-                       for _ in range(rng.randint(0, 40)))
+        text = "".join(
+            rng.choice(rng.choice(["<>/ab ", "<>/aB1:-\"' \n", "<>/brdiv "]))
+            for _ in range(rng.randint(0, 40))
+        )
         assert sanitize._depth(text) == depth(text), text
         assert feedback._html_text(text) == html.unescape(re.sub(r"<[^>]+>", "", text)), text
-        text = "".join(rng.choice([*pieces, "q" * rng.randint(0, 320)])
-                       for _ in range(rng.randint(0, 12)))
+        text = "".join(
+            rng.choice([*pieces, "q" * rng.randint(0, 320)]) for _ in range(rng.randint(0, 12))
+        )
         assert feedback.blank_paths(text) == material.sub("<course>", text), text
 
 
@@ -379,10 +474,13 @@ def test_the_preprocessor_never_fails_and_hides_grading_material():
     common = ROOT / "autograder" / "verdicts" / "hidden" / "common.py"
     quoted = new_markdown_cell("```\n" + common.read_text()[:2000] + "\n```")
     cell = new_code_cell("print(1)")
-    cell.outputs = [new_output("stream", name="stdout", text=common.read_text()[:3000]),
-                    {"output_type": "stream", "text": None}]
-    nb = nbformat.from_dict({"cells": [quoted, cell], "metadata": {}, "nbformat": 4,
-                             "nbformat_minor": 5})
+    cell.outputs = [
+        new_output("stream", name="stdout", text=common.read_text()[:3000]),
+        {"output_type": "stream", "text": None},
+    ]
+    nb = nbformat.from_dict(
+        {"cells": [quoted, cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    )
     nb, _ = HideGraderMaterial().preprocess(nb, {})
     assert "removed from the feedback" in nb.cells[0].source
     assert nb.cells[1].outputs[0].text.strip() == REMOVED_OUTPUT
@@ -394,16 +492,21 @@ def test_the_preprocessor_never_fails_and_hides_grading_material():
 
 def test_page_check_catches_hidden_tests_and_pages_not_made_inert():
     source = nbformat.read(notebook_path(SOURCE, A), as_version=4)
-    tests = sum(1 for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")
-                and not c.metadata.get("nbgrader", {}).get("solution"))
+    tests = sum(
+        1
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+        and not c.metadata.get("nbgrader", {}).get("solution")
+    )
     hidden = hidden_lines(str(SOURCE / A))
     assert hidden and tests
     assert any(BEGIN_HIDDEN in c.source for c in source.cells)
     good = render(source)
     assert check_page(good, hidden, tests) == ""
     leaky = exporter()
-    leaky._preprocessors = [p for p in leaky._preprocessors
-                            if not isinstance(p, HideGraderMaterial)]
+    leaky._preprocessors = [
+        p for p in leaky._preprocessors if not isinstance(p, HideGraderMaterial)
+    ]
     trouble = check_page(render(source, leaky), hidden, tests)
     assert "showed hidden tests" in trouble
     plain = render(source, exporter(inert_pages=False))
@@ -431,8 +534,14 @@ def test_page_check_passes_every_assignment_of_the_course():
 
 def run(course: Path, *args, check_codes=(0, 1)):
     env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode in check_codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
 
@@ -441,33 +550,38 @@ def evil_submission():
     """The solution, plus cells whose Markdown and outputs hold every payload (made by
     running code, as a student's notebook would), plus flagged code."""
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    code = f'''from IPython.display import HTML, SVG, Javascript, Markdown, display
+    code = f"""from IPython.display import HTML, SVG, Javascript, Markdown, display
 display(HTML({json.dumps(MARKDOWN_PAYLOAD)}))
 display(Javascript({json.dumps(PWN)}))
 display(Markdown("*md* <script>" + {json.dumps(PWN)} + "</script>"))
 display(SVG({json.dumps(SVG_PAYLOAD)}))
 display({{"image/png": "1 onerror=x"}}, raw=True)
-print("_grader_ _refgrad_ BEGIN HIDDEN TESTS load_grader( END HIDDEN TESTS")'''
-    nb.cells[1:1] = [new_markdown_cell(MARKDOWN_PAYLOAD),
-                     new_markdown_cell("_grader_ and _refgrad_ and load_grader( here"),
-                     new_markdown_cell("BEGIN HIDDEN TESTS in a student's Markdown"),
-                     new_code_cell(code),
-                     new_code_cell("import gc\n\nn = len(gc.get_objects())")]
+print("_grader_ _refgrad_ BEGIN HIDDEN TESTS load_grader( END HIDDEN TESTS")"""
+    nb.cells[1:1] = [
+        new_markdown_cell(MARKDOWN_PAYLOAD),
+        new_markdown_cell("_grader_ and _refgrad_ and load_grader( here"),
+        new_markdown_cell("BEGIN HIDDEN TESTS in a student's Markdown"),
+        new_code_cell(code),
+        new_code_cell("import gc\n\nn = len(gc.get_objects())"),
+    ]
     return nb
 
 
 def fuzz_submission():
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    code = '''from IPython.display import HTML, Markdown, display
+    code = """from IPython.display import HTML, Markdown, display
 print("\\u202e odd \\U0001f600 unicode \\x00 " * 1000)
 print("y" * 900_000)
 display(HTML("<div>" * 20000 + "deep" + "</div>" * 20000))
 display(Markdown("".join("  " * i + "- item\\n" for i in range(2000))))
 display({"image/png": "%%% not base64", "text/plain": "broken image"}, raw=True)
 display({"image/jpeg": "aGVsbG8="}, raw=True)
-display({"text/html": "<b>ok</b>"}, metadata={"text/html": {"isolated": True}}, raw=True)'''
-    nb.cells[1:1] = [new_code_cell(code), new_markdown_cell(">" * 5000 + " quoted"),
-                     new_markdown_cell("\U0001f600 fine emoji, \u202e bidi, \ud800 lone")]
+display({"text/html": "<b>ok</b>"}, metadata={"text/html": {"isolated": True}}, raw=True)"""
+    nb.cells[1:1] = [
+        new_code_cell(code),
+        new_markdown_cell(">" * 5000 + " quoted"),
+        new_markdown_cell("\U0001f600 fine emoji, \u202e bidi, \ud800 lone"),
+    ]
     return nb
 
 
@@ -476,8 +590,11 @@ def graded_class(tmp_path_factory):
     course = ScratchCourse(tmp_path_factory.mktemp("feedback") / "course", [A])
     root = course.path
     name = notebook_path(SOLUTIONS, A).name
-    subs = {"correct": nbformat.read(notebook_path(SOLUTIONS, A), as_version=4),
-            "evil": evil_submission(), "fuzz": fuzz_submission()}
+    subs = {
+        "correct": nbformat.read(notebook_path(SOLUTIONS, A), as_version=4),
+        "evil": evil_submission(),
+        "fuzz": fuzz_submission(),
+    }
     for student, nb in subs.items():
         (root / "submitted" / student / A).mkdir(parents=True)
         # ASCII JSON, as some editors write it: "\ud800" stays a lone surrogate.
@@ -507,21 +624,26 @@ def test_flags_for_review_reach_the_record_the_table_and_grades_csv(graded_class
     import csv
 
     root = graded_class["root"]
-    rows = {r["student"]: r for r in csv.DictReader(
-        (root / "exports" / "grades.csv").open(encoding="utf-8"))}
+    rows = {
+        r["student"]: r
+        for r in csv.DictReader((root / "exports" / "grades.csv").open(encoding="utf-8"))
+    }
     assert rows["correct"]["review"] == "" and rows["fuzz"]["review"] == ""
     # The evil student prints the words load_grader( and _refgrad_ too: each flag says
     # where (the cell of the notebook as handed in, the line of the cell) and its class.
-    reasons = ["cell 5, line 7: mentions load_grader: the grader's code or files",
-               "cell 5, line 7: mentions refgrad: the grader's code or files",
-               "cell 6, line 3: calls gc.get_objects: introspection of the process"]
+    reasons = [
+        "cell 5, line 7: mentions load_grader: the grader's code or files",
+        "cell 5, line 7: mentions refgrad: the grader's code or files",
+        "cell 6, line 3: calls gc.get_objects: introspection of the process",
+    ]
     assert rows["evil"]["review"] == "; ".join(reasons)
     assert f"flagged for review: {'; '.join(reasons)}" in rows["evil"]["note"]
     assert rows["evil"]["problem"] == "no" and rows["evil"]["score"] == rows["correct"]["score"]
     record = json.loads((root / "autograded" / "evil" / A / ".autograder.json").read_text())
     assert record["review"] == reasons and not record["problem"]
     assert "flagged for review: cell 5, line 7: mentions load_grader" in (
-        graded_class["grade"].stdout)
+        graded_class["grade"].stdout
+    )
     assert graded_class["grade"].returncode == 0  # a flag is not a problem
     evil = next((root / "feedback" / "evil" / A).glob("*.html")).read_text()
     assert "flagged for review" not in evil  # for instructors, not in the student's page
@@ -540,8 +662,9 @@ def test_no_injected_script_runs_in_a_browser(graded_class, tmp_path):
     pages = {s: next((root / "feedback" / s / A).glob("*.html")) for s in ("evil", "fuzz")}
     requests: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                    args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             context = browser.new_context()
 

@@ -31,20 +31,35 @@ NB = notebook_path(SOURCE, A).name
 # ---- collect -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pattern, path, student, file_id", [
-    ("canvas", "smithjane_12345_678_value.ipynb", "smithjane", "value.ipynb"),
-    ("canvas", "doejohn_late_222_333_value-1.ipynb", "doejohn", "value.ipynb"),
-    ("moodle", "Ada Lovelace_555_assignsubmission_file_/value.ipynb", "Ada Lovelace",
-     "value.ipynb"),
-    ("folders", "alice/value.ipynb", "alice", "value.ipynb"),
-    ("folders", "alice/my work/value.ipynb", "alice", "value.ipynb"),
-    ("student", "bob.ipynb", "bob", "value.ipynb"),
-    ("auto", "Zoë Saldaña_9_assignsubmission_file_/Value (1).ipynb", "Zoë Saldaña",
-     "value.ipynb"),
-    ("auto", "carol/value.ipynb", "carol", "value.ipynb"),
-    (r"(?P<student_id>\w+)-(?P<file_id>\w+)-(?P<timestamp>[\d-]+)\.ipynb",
-     "dave-value-2026-01-02.ipynb", "dave", "value.ipynb"),
-])
+@pytest.mark.parametrize(
+    "pattern, path, student, file_id",
+    [
+        ("canvas", "smithjane_12345_678_value.ipynb", "smithjane", "value.ipynb"),
+        ("canvas", "doejohn_late_222_333_value-1.ipynb", "doejohn", "value.ipynb"),
+        (
+            "moodle",
+            "Ada Lovelace_555_assignsubmission_file_/value.ipynb",
+            "Ada Lovelace",
+            "value.ipynb",
+        ),
+        ("folders", "alice/value.ipynb", "alice", "value.ipynb"),
+        ("folders", "alice/my work/value.ipynb", "alice", "value.ipynb"),
+        ("student", "bob.ipynb", "bob", "value.ipynb"),
+        (
+            "auto",
+            "Zoë Saldaña_9_assignsubmission_file_/Value (1).ipynb",
+            "Zoë Saldaña",
+            "value.ipynb",
+        ),
+        ("auto", "carol/value.ipynb", "carol", "value.ipynb"),
+        (
+            r"(?P<student_id>\w+)-(?P<file_id>\w+)-(?P<timestamp>[\d-]+)\.ipynb",
+            "dave-value-2026-01-02.ipynb",
+            "dave",
+            "value.ipynb",
+        ),
+    ],
+)
 def test_patterns_place_files(pattern, path, student, file_id):
     placement, why = col.match_file(path, col._pattern(pattern), ["value.ipynb"])
     assert why == ""
@@ -52,18 +67,22 @@ def test_patterns_place_files(pattern, path, student, file_id):
 
 
 def test_file_id_kept_when_the_assignment_has_several_notebooks():
-    placement, _ = col.match_file("alice/part2.ipynb", col._pattern("folders"),
-                                  ["part1.ipynb", "part2.ipynb"])
+    placement, _ = col.match_file(
+        "alice/part2.ipynb", col._pattern("folders"), ["part1.ipynb", "part2.ipynb"]
+    )
     assert placement.file_id == "part2.ipynb"
 
 
-@pytest.mark.parametrize("pattern, path, reason", [
-    ("auto", "alice/notes.txt", "not a notebook"),
-    ("auto", "__MACOSX/alice/._value.ipynb", "macOS metadata"),
-    ("auto", "alice/.ipynb_checkpoints/value-checkpoint.ipynb", "checkpoint"),
-    ("canvas", "alice/value.ipynb", "does not match"),
-    ("auto", "value.ipynb", "no student"),
-])
+@pytest.mark.parametrize(
+    "pattern, path, reason",
+    [
+        ("auto", "alice/notes.txt", "not a notebook"),
+        ("auto", "__MACOSX/alice/._value.ipynb", "macOS metadata"),
+        ("auto", "alice/.ipynb_checkpoints/value-checkpoint.ipynb", "checkpoint"),
+        ("canvas", "alice/value.ipynb", "does not match"),
+        ("auto", "value.ipynb", "no student"),
+    ],
+)
 def test_files_that_cannot_be_placed_say_why(pattern, path, reason):
     placement, why = col.match_file(path, col._pattern(pattern), ["value.ipynb"])
     assert placement is None and reason in why
@@ -98,20 +117,25 @@ def _zip(path: Path, files: dict[str, bytes]) -> Path:
 def test_collect_files_lms_downloads_and_reports_every_file_it_did_not_place(tmp_path):
     solution = notebook_path(SOLUTIONS, A).read_bytes()
     blank = notebook_path(NOTEBOOKS, A).read_bytes()
-    first = _zip(tmp_path / "first.zip", {
-        f"smithjane_1_11_{NB}": solution,
-        f"doejohn_late_2_22_{NB}": blank,
-        "smithjane_1_11_notes.txt": b"notes",
-        "README": b"from the LMS",
-    })
+    first = _zip(
+        tmp_path / "first.zip",
+        {
+            f"smithjane_1_11_{NB}": solution,
+            f"doejohn_late_2_22_{NB}": blank,
+            "smithjane_1_11_notes.txt": b"notes",
+            "README": b"from the LMS",
+        },
+    )
     course = tmp_path / "course"
     report = col.collect(A, [str(first)], pattern="canvas", root=course)
     assert report.exit_code == 1
     assert sorted(report.students) == ["doejohn", "smithjane"]
     assert (course / "submitted" / "smithjane" / A / NB).read_bytes() == solution
     reasons = dict(report.not_placed)
-    assert reasons == {f"{first}: smithjane_1_11_notes.txt": "not a notebook",
-                       f"{first}: README": "not a notebook"}
+    assert reasons == {
+        f"{first}: smithjane_1_11_notes.txt": "not a notebook",
+        f"{first}: README": "not a notebook",
+    }
 
     # A second download: a resubmission and a duplicate. Without --force nothing that is
     # already there is replaced; every file not placed is listed.
@@ -146,9 +170,17 @@ def expected() -> list[Expected]:
         md = cell.metadata.get("nbgrader")
         if not md:
             continue
-        spec = CellSpec(md["grade_id"], cell.cell_type, cell.source, md.get("locked", False),
-                        md.get("checksum"), md.get("grade", False), md.get("solution", False),
-                        md.get("task", False), float(md.get("points", 0)))
+        spec = CellSpec(
+            md["grade_id"],
+            cell.cell_type,
+            cell.source,
+            md.get("locked", False),
+            md.get("checksum"),
+            md.get("grade", False),
+            md.get("solution", False),
+            md.get("task", False),
+            float(md.get("points", 0)),
+        )
         spec.released_checksum = _released_checksum(spec)
         cells.append(spec)
     return [Expected(Path(NB).stem, cells)]
@@ -206,8 +238,7 @@ def test_broken_missing_and_foreign_notebooks_are_not_run(tmp_path, expected):
     foreign = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     for cell in foreign.cells:
         if "nbgrader" in cell.metadata:
-            cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"][
-                "grade_id"]
+            cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"]["grade_id"]
     owners = {i: "02_other" for i in _ids(foreign) if i}
     (prep,), _ = prepare(_submit(tmp_path / "c", foreign), expected, owners)
     assert prep.notebook is None and "02_other" in prep.notes[0].text
@@ -247,10 +278,17 @@ def test_a_damaged_notebook_structure_is_repaired(tmp_path, expected):
 
 
 def test_notes_name_the_cell_and_the_limit():
-    result = Result(notebooks={"value": NotebookResult(events=[
-        Event("timeout", 9, None),
-        Event("memory", 12, "value_test_add_mul"),
-    ], graded=True)})
+    result = Result(
+        notebooks={
+            "value": NotebookResult(
+                events=[
+                    Event("timeout", 9, None),
+                    Event("memory", 12, "value_test_add_mul"),
+                ],
+                graded=True,
+            )
+        }
+    )
     history = [Event("died", 4, None, "value")]
     notes = compose_notes(result, history, Limits(cell_timeout=7), None)
     line = note_line(notes, 1, late=3 * 3600)
@@ -318,8 +356,11 @@ def test_nbgrader_config_is_parsed_once_per_process():
     course.nbgrader_api()
     course.open_course(db_url="sqlite:///elsewhere.db")
     assert course._parsed_config.cache_info().misses == 1
-    others = [p for p in (ROOT / "autograder").rglob("*.py")
-              if p.name != "course.py" and "PyFileConfigLoader" in p.read_text()]
+    others = [
+        p
+        for p in (ROOT / "autograder").rglob("*.py")
+        if p.name != "course.py" and "PyFileConfigLoader" in p.read_text()
+    ]
     assert others == []
 
 
@@ -375,22 +416,33 @@ def test_export_writes_grades_and_cells(tmp_path):
         gb.db.commit()
     (tmp_path / "autograded" / "Zoë" / A).mkdir(parents=True)
     (tmp_path / "autograded" / "Zoë" / A / ".autograder.json").write_text(
-        json.dumps({"problem": True, "note": "cell 3 was stopped",
-                    "review": ["imports torch", "calls os.kill"]}))
+        json.dumps(
+            {
+                "problem": True,
+                "note": "cell 3 was stopped",
+                "review": ["imports torch", "calls os.kill"],
+            }
+        )
+    )
     grades_csv, cells_csv = commands_export(tmp_path)
     rows = list(csv.DictReader(grades_csv.open(encoding="utf-8")))
     assert list(rows[0])[:4] == ["student", "assignment", "score", "max_score"]
     by = {r["student"]: r for r in rows}
     assert (by["alice"]["score"], by["alice"]["max_score"]) == ("7", "7")
     assert (by["Zoë"]["score"], by["Zoë"]["problem"], by["Zoë"]["note"]) == (
-        "3", "yes", "cell 3 was stopped")
+        "3",
+        "yes",
+        "cell 3 was stopped",
+    )
     assert (by["carl"]["score"], by["carl"]["submitted"]) == ("0", "no")
     assert list(rows[0])[-1] == "review"
     assert (by["Zoë"]["review"], by["alice"]["review"], by["carl"]["review"]) == (
-        "imports torch; calls os.kill", "", "")
+        "imports torch; calls os.kill",
+        "",
+        "",
+    )
     cells = list(csv.DictReader(cells_csv.open(encoding="utf-8")))
-    assert list(cells[0]) == ["student", "assignment", "notebook", "cell", "score",
-                              "max_score"]
+    assert list(cells[0]) == ["student", "assignment", "notebook", "cell", "score", "max_score"]
     assert len(cells) == 4
     assert {(c["student"], c["cell"], c["score"]) for c in cells} >= {("Zoë", "t1", "0")}
 
@@ -410,7 +462,7 @@ def test_grader_source_is_recognised_and_student_code_is_not():
     engine = (SOURCE / ".reference" / "refgrad" / "engine.py").read_text()
     common = (ROOT / "autograder" / "verdicts" / "hidden" / "common.py").read_text()
     assert quotes_grader(engine) and quotes_grader(common)
-    assert quotes_grader(common[len(common) // 2:][:800])
+    assert quotes_grader(common[len(common) // 2 :][:800])
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     for cell in solution.cells:
         assert not quotes_grader(cell.source), cell.source[:200]
@@ -424,11 +476,16 @@ def test_feedback_preprocessor_hides_tests_tracebacks_and_paths():
     from autograder.preprocessors.hidegradermaterial import HideGraderMaterial
 
     common = ROOT / "autograder" / "verdicts" / "hidden" / "common.py"
-    cell = new_code_cell('check(1)\n### BEGIN HIDDEN TESTS\nload_grader("x").y()\n'
-                         "### END HIDDEN TESTS\nprint(2)")
+    cell = new_code_cell(
+        'check(1)\n### BEGIN HIDDEN TESTS\nload_grader("x").y()\n### END HIDDEN TESTS\nprint(2)'
+    )
     cell.outputs = [
-        new_output("error", ename="KeyboardInterrupt", evalue="",
-                   traceback=[f'File "{common}", line 200', "    secret = compare(...)"]),
+        new_output(
+            "error",
+            ename="KeyboardInterrupt",
+            evalue="",
+            traceback=[f'File "{common}", line 200', "    secret = compare(...)"],
+        ),
         new_output("stream", name="stdout", text=common.read_text()[:3000]),
         new_output("stream", name="stdout", text=f"looked at {common}\n"),
     ]

@@ -33,12 +33,17 @@ def material(tmp_path_factory):
 def test_the_material_holds_what_a_worker_needs_and_nothing_of_other_assignments(material):
     names = set(material)
     assert "nbgrader_config.py" in names
-    for rel in ("autograder/worker/task.py", "autograder/verdicts/probe/runtime.py",
-                "autograder/verdicts/api.py",
-                f"autograder/verdicts/hidden/{A}.py",
-                "source/.reference/refgrad/__init__.py", "source/.shared/coursekit.py",
-                f"source/{A}/{notebook_path(SOLUTIONS, A).name}",
-                f"source/{A}/coursekit.py", template_path(A)):
+    for rel in (
+        "autograder/worker/task.py",
+        "autograder/verdicts/probe/runtime.py",
+        "autograder/verdicts/api.py",
+        f"autograder/verdicts/hidden/{A}.py",
+        "source/.reference/refgrad/__init__.py",
+        "source/.shared/coursekit.py",
+        f"source/{A}/{notebook_path(SOLUTIONS, A).name}",
+        f"source/{A}/coursekit.py",
+        template_path(A),
+    ):
         assert rel in names, rel
     assert not [n for n in names if n.startswith("source/02_")]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
@@ -114,16 +119,19 @@ def test_a_submission_travels_as_the_bytes_prepare_reads(tmp_path):
     here, there = prepare(folder, expected, {}, set()), prepare(copy, expected, {}, set())
     assert [n.text for n in here[1]] == [n.text for n in there[1]]
     assert [[n.text for n in p.notes] for p in here[0]] == [
-        [n.text for n in p.notes] for p in there[0]]
+        [n.text for n in p.notes] for p in there[0]
+    ]
     assert "data/points.csv" in here[1][0].text
 
 
 def test_kernels_start_under_their_limits(tmp_path):
     limits = Limits(memory=2 * GiB, file_size=5_000_000)
-    probe = ("import os, resource; print(resource.getrlimit(resource.RLIMIT_AS)[0], "
-             "resource.getrlimit(resource.RLIMIT_FSIZE)[0], "
-             "resource.getrlimit(resource.RLIMIT_CORE)[0], "
-             f"os.environ.get({TASK_MARKER!r}), os.getpid())")
+    probe = (
+        "import os, resource; print(resource.getrlimit(resource.RLIMIT_AS)[0], "
+        "resource.getrlimit(resource.RLIMIT_FSIZE)[0], "
+        "resource.getrlimit(resource.RLIMIT_CORE)[0], "
+        f"os.environ.get({TASK_MARKER!r}), os.getpid())"
+    )
     log = tmp_path / "kernel.log"
     cmd = kernel_command([sys.executable, "-c", probe], limits, "tok123", str(log))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -152,8 +160,9 @@ def test_the_task_function_travels_by_value():
     blob = cloudpickle.dumps(plugins.task_function())
     assert b"autograder.worker.task" not in blob
     code = f"import pickle, sys; f = pickle.loads({blob!r}); print(f.__name__)"
-    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
-                         cwd=Path("/"))
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=Path("/")
+    )
     assert out.stdout.strip() == "run_task", out.stderr[-2000:]
 
 
@@ -165,8 +174,9 @@ def test_a_run_past_its_deadline_has_its_kernel_killed_and_the_cell_is_known(tmp
     from autograder.worker.task import Monitor
 
     events = []
-    worker = SimpleNamespace(address="tcp://127.0.0.1:1",
-                             log_event=lambda topic, msg: events.append((topic, msg)))
+    worker = SimpleNamespace(
+        address="tcp://127.0.0.1:1", log_event=lambda topic, msg: events.append((topic, msg))
+    )
     killed = []
     job = Job(7, "ann", A, "course", "digest", {}, topic="t")
     monitor = Monitor(job, worker, tmp_path / "progress", lambda: killed.append(1))

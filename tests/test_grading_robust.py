@@ -63,8 +63,14 @@ def patched(nb, code):
 
 def run(course: Path, *args, timeout=900, check_codes=(0, 1)):
     env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode in check_codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
 
@@ -120,15 +126,24 @@ def graded(tmp_path_factory):
     put("bug", bug)
     put("blank", blank)
     put("infinite_loop", with_cell(solution, "while True:\n    pass"))
-    put("ignores_ctrl_c", with_cell(solution, "import signal\n"
-        "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"))
+    put(
+        "ignores_ctrl_c",
+        with_cell(
+            solution,
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        ),
+    )
     put("long_sleep", with_cell(solution, "import time\ntime.sleep(3600)"))
     put("sys_exit", with_cell(solution, "import sys\nsys.exit(3)"))
     put("os_exit", with_cell(solution, "import os\nos._exit(1)"))
     put("segfault", with_cell(solution, "import ctypes\nctypes.string_at(0)"))
     put("huge_alloc", with_cell(solution, "x = bytearray(40 * 1024**3)"))
     put("prints_millions", with_cell(solution, "for i in range(3_000_000):\n    print(i)"))
-    put("forks", with_cell(solution, f"""import os, subprocess, time
+    put(
+        "forks",
+        with_cell(
+            solution,
+            f"""import os, subprocess, time
 pids = []
 for _ in range(40):
     pid = os.fork()
@@ -142,15 +157,18 @@ pids.append(daemon.pid)
 try:  # outside a sandbox the test can check these pids; inside, the path is not there
     open({str(pidfile)!r}, "w").write(" ".join(map(str, pids)))
 except OSError:
-    pass"""))
+    pass""",
+        ),
+    )
     deleted = copy(solution)
     del deleted.cells[grade_cells(deleted)[0]]
     put("deleted_test", deleted)
     both = copy(solution)
     first_test = grade_cells(both)[0]
     del both.cells[first_test]
-    solution_cells = [i for i, c in enumerate(both.cells)
-                      if c.metadata.get("nbgrader", {}).get("solution")]
+    solution_cells = [
+        i for i, c in enumerate(both.cells) if c.metadata.get("nbgrader", {}).get("solution")
+    ]
     del both.cells[solution_cells[0]]
     put("deleted_solution_and_test", both)
     edited = copy(bug)
@@ -158,14 +176,20 @@ except OSError:
         edited.cells[i].source = "pass"
     put("edited_test", edited)
     dup = copy(solution)
-    dup.cells = [c for cell in dup.cells for c in ([cell, copy(cell)] if cell.cell_type ==
-                                                     "code" else [cell])]
+    dup.cells = [
+        c
+        for cell in dup.cells
+        for c in ([cell, copy(cell)] if cell.cell_type == "code" else [cell])
+    ]
     for i, cell in enumerate(dup.cells):
         cell.id = f"cell-{i}"
     put("duplicated", dup)
     put("missing", files={"readme.txt": "I forgot the notebook"})
-    put("extra_files", solution, {"notes.txt": "x", "data/points.csv": "1,2",
-                                  "value-Copy1.ipynb": nbformat.writes(blank)})
+    put(
+        "extra_files",
+        solution,
+        {"notes.txt": "x", "data/points.csv": "1,2", "value-Copy1.ipynb": nbformat.writes(blank)},
+    )
     put("corrupt", files={name: nbformat.writes(solution)[:5000]})
     other = nbformat.read(course.path / "source" / OTHER / "other.ipynb", as_version=4)
     put("other_assignment", other)
@@ -177,12 +201,24 @@ except OSError:
         cell.metadata.pop("nbgrader", None)
     put("no_metadata", stripped)
     fake = "def check(*a, **k):\n    pass\nclass Value:\n    pass\n"
-    put("planted_fakes", patched(bug, "import sys, types\n"
-                                 "sys.modules['refgrad'] = types.ModuleType('refgrad')"),
-        {"refgrad/__init__.py": fake, "refgrad/engine.py": fake, "coursekit.py": fake,
-         "autograder/__init__.py": "", "autograder/verdicts/hidden/__init__.py": "",
-         "autograder/verdicts/hidden/01_value.py": fake, "kernel_startup.py": fake})
-    put("monkeypatched", patched(bug, """import builtins, math, coursekit
+    put(
+        "planted_fakes",
+        patched(bug, "import sys, types\nsys.modules['refgrad'] = types.ModuleType('refgrad')"),
+        {
+            "refgrad/__init__.py": fake,
+            "refgrad/engine.py": fake,
+            "coursekit.py": fake,
+            "autograder/__init__.py": "",
+            "autograder/verdicts/hidden/__init__.py": "",
+            "autograder/verdicts/hidden/01_value.py": fake,
+            "kernel_startup.py": fake,
+        },
+    )
+    put(
+        "monkeypatched",
+        patched(
+            bug,
+            """import builtins, math, coursekit
 builtins.abs = lambda x: 0.0
 math.isnan = lambda x: True
 math.isclose = lambda *a, **k: True
@@ -193,27 +229,47 @@ def load_grader(name):
     class Anything:
         def __getattr__(self, attr):
             return lambda *a, **k: None
-    return Anything()"""))
-    put("patches_during_test", patched(bug, """_plain_add = Value.__add__
+    return Anything()""",
+        ),
+    )
+    put(
+        "patches_during_test",
+        patched(
+            bug,
+            """_plain_add = Value.__add__
 def _sneaky_add(self, other):
     import builtins
     builtins.abs = lambda x: 0.0
     return _plain_add(self, other)
-Value.__add__ = _sneaky_add"""))
-    put("leaks_grader", with_cell(solution, """import os, glob
+Value.__add__ = _sneaky_add""",
+        ),
+    )
+    put(
+        "leaks_grader",
+        with_cell(
+            solution,
+            """import os, glob
 here = os.path.dirname(load_grader.__defaults__[0])
 for path in glob.glob(os.path.join(here, "hidden", "*.py")) + glob.glob(
         os.path.join(here, "..", "source", ".reference", "refgrad", "*.py")):
     text = open(path).read()
     print(text)
     open(os.path.basename(path) + ".stolen.txt", "w").write(text)
-print(open(load_grader.__defaults__[0]).read())"""))
+print(open(load_grader.__defaults__[0]).read())""",
+        ),
+    )
 
     started = time.monotonic()
     proc = run(root, "grade", A, *LIMITS, "--jobs", "2")
     seconds = time.monotonic() - started
-    return {"root": root, "proc": proc, "records": records(root),
-            "book": gradebook_scores(root), "pidfile": pidfile, "seconds": seconds}
+    return {
+        "root": root,
+        "proc": proc,
+        "records": records(root),
+        "book": gradebook_scores(root),
+        "pidfile": pidfile,
+        "seconds": seconds,
+    }
 
 
 def score(graded, student):
@@ -242,14 +298,17 @@ def test_controls(graded):
     assert graded["records"]["correct"]["note"] == ""
 
 
-@pytest.mark.parametrize("student, words", [
-    ("infinite_loop", "per-cell limit"),
-    ("ignores_ctrl_c", "hung and was skipped"),
-    ("long_sleep", "per-cell limit"),
-    ("os_exit", "crashed the kernel and was skipped"),
-    ("segfault", "crashed the kernel and was skipped"),
-    ("huge_alloc", "ran out of memory"),
-])
+@pytest.mark.parametrize(
+    "student, words",
+    [
+        ("infinite_loop", "per-cell limit"),
+        ("ignores_ctrl_c", "hung and was skipped"),
+        ("long_sleep", "per-cell limit"),
+        ("os_exit", "crashed the kernel and was skipped"),
+        ("segfault", "crashed the kernel and was skipped"),
+        ("huge_alloc", "ran out of memory"),
+    ],
+)
 def test_a_runaway_cell_costs_nothing_else(graded, student, words):
     full = graded["records"]["correct"]["max_score"]
     assert score(graded, student) == full
@@ -273,8 +332,11 @@ def test_millions_of_lines_are_capped(graded):
 
 def test_forked_processes_are_all_killed(graded):
     assert score(graded, "forks") == score(graded, "correct")
-    daemons = [p.pid for p in psutil.process_iter(["cmdline"])
-               if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
+    daemons = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]
+    ]
     assert daemons == []
     if graded["records"]["forks"].get("isolation") == "bubblewrap":
         return  # pids inside the sandbox's namespace mean nothing here; the daemon is gone
@@ -390,9 +452,13 @@ def test_killed_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
         (root / "submitted" / student / A).mkdir(parents=True)
         nbformat.write(nb, root / "submitted" / student / A / name)
     env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", A, "-q", *LIMITS],
-                            cwd=root, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder", "grade", A, "-q", *LIMITS],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 600
     while len(records(root)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -424,8 +490,9 @@ def test_a_database_url_is_used_for_everything(tmp_path):
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     for student in ("ann", "ben"):
         (root / "submitted" / student / A).mkdir(parents=True)
-        nbformat.write(solution, root / "submitted" / student / A / notebook_path(SOLUTIONS,
-                                                                                   A).name)
+        nbformat.write(
+            solution, root / "submitted" / student / A / notebook_path(SOLUTIONS, A).name
+        )
     url = f"sqlite:///{tmp_path / 'elsewhere' / 'grades.sqlite'}"
     (tmp_path / "elsewhere").mkdir()
     proc = run(root, "grade", A, "--db", url, *LIMITS)

@@ -36,8 +36,7 @@ def _zip(path: Path, files: dict[str, bytes]) -> Path:
 
 
 def _collect(tmp_path: Path, *paths, pattern: str = "auto", **kw) -> col.CollectReport:
-    return col.collect(A, [str(p) for p in paths], pattern=pattern, root=tmp_path / "course",
-                       **kw)
+    return col.collect(A, [str(p) for p in paths], pattern=pattern, root=tmp_path / "course", **kw)
 
 
 def _submitted(tmp_path: Path) -> dict[str, bytes]:
@@ -45,8 +44,9 @@ def _submitted(tmp_path: Path) -> dict[str, bytes]:
     base = tmp_path / "course" / "submitted"
     if not base.is_dir():
         return {}
-    return {d.name: (d / A / NB).read_bytes() for d in sorted(base.iterdir())
-            if (d / A / NB).is_file()}
+    return {
+        d.name: (d / A / NB).read_bytes() for d in sorted(base.iterdir()) if (d / A / NB).is_file()
+    }
 
 
 def _notes(report: col.CollectReport) -> str:
@@ -57,18 +57,24 @@ def _notes(report: col.CollectReport) -> str:
 
 
 @pytest.mark.parametrize("pattern", ["canvas", "auto"])
-@pytest.mark.parametrize("inner", [
-    f"bob_5_55_{NB}",                                   # Canvas naming inside the upload
-    f"Bob_9_assignsubmission_file_/{NB}",               # Moodle naming inside the upload
-    f"bob/{NB}",                                        # a folder named after bob
-    f"deep/er/bob_5_55_{NB}",
-])
+@pytest.mark.parametrize(
+    "inner",
+    [
+        f"bob_5_55_{NB}",  # Canvas naming inside the upload
+        f"Bob_9_assignsubmission_file_/{NB}",  # Moodle naming inside the upload
+        f"bob/{NB}",  # a folder named after bob
+        f"deep/er/bob_5_55_{NB}",
+    ],
+)
 def test_a_canvas_upload_naming_another_student_stays_the_uploaders(tmp_path, pattern, inner):
     upload = _zip(tmp_path / "work.zip", {inner: EVIL})
-    download = _zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": HONEST,
-        "mallory_7_70_work.zip": upload.read_bytes(),
-    })
+    download = _zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": HONEST,
+            "mallory_7_70_work.zip": upload.read_bytes(),
+        },
+    )
     report = _collect(tmp_path, download, pattern=pattern)
     got = _submitted(tmp_path)
     assert got.get("alice") == HONEST
@@ -79,8 +85,10 @@ def test_a_canvas_upload_naming_another_student_stays_the_uploaders(tmp_path, pa
 def test_a_zip_in_a_zip_cannot_introduce_another_student(tmp_path):
     inner = _zip(tmp_path / "inner.zip", {f"bob_5_55_{NB}": EVIL})
     upload = _zip(tmp_path / "work.zip", {"inner.zip": inner.read_bytes()})
-    download = _zip(tmp_path / "download.zip", {
-        f"bob_5_55_{NB}": HONEST, "mallory_7_70_work.zip": upload.read_bytes()})
+    download = _zip(
+        tmp_path / "download.zip",
+        {f"bob_5_55_{NB}": HONEST, "mallory_7_70_work.zip": upload.read_bytes()},
+    )
     _collect(tmp_path, download)
     got = _submitted(tmp_path)
     assert got["bob"] == HONEST
@@ -88,8 +96,9 @@ def test_a_zip_in_a_zip_cannot_introduce_another_student(tmp_path):
 
 
 @pytest.mark.parametrize("pattern", ["folders", "auto"])
-@pytest.mark.parametrize("inner", [f"bob_5_55_{NB}", f"Bob_9_assignsubmission_file_/{NB}",
-                                   f"x/bob_5_55_{NB}"])
+@pytest.mark.parametrize(
+    "inner", [f"bob_5_55_{NB}", f"Bob_9_assignsubmission_file_/{NB}", f"x/bob_5_55_{NB}"]
+)
 def test_a_students_folder_naming_another_student_stays_theirs(tmp_path, pattern, inner):
     folder = tmp_path / "marking"
     (folder / "alice").mkdir(parents=True)
@@ -104,33 +113,47 @@ def test_a_students_folder_naming_another_student_stays_theirs(tmp_path, pattern
 
 @pytest.mark.parametrize("pattern", ["moodle", "auto"])
 def test_a_moodle_upload_naming_another_participant_stays_the_uploaders(tmp_path, pattern):
-    download = _zip(tmp_path / "moodle.zip", {
-        f"Ann Lee_1_assignsubmission_file_/{NB}": HONEST,
-        f"Mal Ory_7_assignsubmission_file_/Bob Jones_9_assignsubmission_file_/{NB}": EVIL,
-        f"Mal Ory_7_assignsubmission_file_/x/bob_5_55_{NB}": EVIL,
-    })
+    download = _zip(
+        tmp_path / "moodle.zip",
+        {
+            f"Ann Lee_1_assignsubmission_file_/{NB}": HONEST,
+            f"Mal Ory_7_assignsubmission_file_/Bob Jones_9_assignsubmission_file_/{NB}": EVIL,
+            f"Mal Ory_7_assignsubmission_file_/x/bob_5_55_{NB}": EVIL,
+        },
+    )
     report = _collect(tmp_path, download, pattern=pattern)
     got = _submitted(tmp_path)
     assert set(got) == {"Ann Lee", "Mal Ory"}, _notes(report)
 
 
-@pytest.mark.parametrize("pattern, path, group", [
-    (r"(?:.*/)?(?P<student_id>\w+)-(?P<file_id>\w+)\.ipynb", "mallory/bob-value.ipynb",
-     "student id"),
-    (r"(?P<student_id>\w+)/(?:.*/)?(?P<timestamp>[\d-]+)\.ipynb",
-     "mallory/2020-01-01.ipynb", "timestamp"),
-])
-def test_a_custom_pattern_cannot_take_a_student_or_time_from_inside_an_upload(
-        pattern, path, group):
+@pytest.mark.parametrize(
+    "pattern, path, group",
+    [
+        (
+            r"(?:.*/)?(?P<student_id>\w+)-(?P<file_id>\w+)\.ipynb",
+            "mallory/bob-value.ipynb",
+            "student id",
+        ),
+        (
+            r"(?P<student_id>\w+)/(?:.*/)?(?P<timestamp>[\d-]+)\.ipynb",
+            "mallory/2020-01-01.ipynb",
+            "timestamp",
+        ),
+    ],
+)
+def test_a_custom_pattern_cannot_take_a_student_or_time_from_inside_an_upload(pattern, path, group):
     placement, why = col.match_file(path, col._pattern(pattern), [NB])
     assert placement is None and group in why and "inside an upload" in why
 
 
-@pytest.mark.parametrize("names", [
-    ("Zoë", "Zoe\u0308"),          # one name in two Unicode spellings
-    ("alice", "Alice"),            # differing only by case
-    ("bob", "bob "),               # a trailing space
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("Zoë", "Zoe\u0308"),  # one name in two Unicode spellings
+        ("alice", "Alice"),  # differing only by case
+        ("bob", "bob "),  # a trailing space
+    ],
+)
 def test_two_uploads_claiming_one_student_are_both_refused(tmp_path, names):
     folder = tmp_path / "marking"
     for name, data in zip(names, (HONEST, EVIL)):
@@ -142,8 +165,10 @@ def test_two_uploads_claiming_one_student_are_both_refused(tmp_path, names):
 
 
 def test_two_canvas_users_with_one_login_are_both_refused(tmp_path):
-    download = _zip(tmp_path / "download.zip", {
-        f"bob_5_55_{NB}": HONEST, f"bob_6_66_{NB}": EVIL, f"carl_3_33_{NB}": HONEST})
+    download = _zip(
+        tmp_path / "download.zip",
+        {f"bob_5_55_{NB}": HONEST, f"bob_6_66_{NB}": EVIL, f"carl_3_33_{NB}": HONEST},
+    )
     report = _collect(tmp_path, download, pattern="canvas")
     assert _submitted(tmp_path) == {"carl": HONEST}
     assert sum("bob" in name for name, _ in report.not_placed) == 2, _notes(report)
@@ -162,19 +187,24 @@ def test_an_id_differing_only_by_case_from_a_collected_student_is_refused(tmp_pa
     assert report.exit_code == 1 and "ALICE" in _notes(report) and not report.placed
 
 
-@pytest.mark.parametrize("entry", [
-    f"../../escaped_{NB}", f"/tmp/escaped_{NB}", f"..\\..\\escaped_{NB}",
-    f"mallory_7_70_x/../../escaped_{NB}", f"mallory_7_70_x/../bob_5_55_{NB}",
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        f"../../escaped_{NB}",
+        f"/tmp/escaped_{NB}",
+        f"..\\..\\escaped_{NB}",
+        f"mallory_7_70_x/../../escaped_{NB}",
+        f"mallory_7_70_x/../bob_5_55_{NB}",
+    ],
+)
 def test_path_traversal_entries_are_refused_with_a_note(tmp_path, entry):
     (tmp_path / "d").mkdir()
-    download = _zip(tmp_path / "d" / "download.zip", {f"alice_1_11_{NB}": HONEST,
-                                                      entry: EVIL})
+    download = _zip(tmp_path / "d" / "download.zip", {f"alice_1_11_{NB}": HONEST, entry: EVIL})
     report = _collect(tmp_path, download, pattern="canvas")
     assert _submitted(tmp_path) == {"alice": HONEST}
     assert not list(tmp_path.rglob(f"escaped_{NB}"))
     assert not Path(f"/tmp/escaped_{NB}").exists()
-    (name, why), = report.not_placed
+    ((name, why),) = report.not_placed
     assert re.split(r"[/\\]", entry)[-1] in name and "path" in why, _notes(report)
 
 
@@ -202,7 +232,7 @@ def test_a_symlink_entry_in_a_zip_is_refused(tmp_path):
         zf.writestr(f"alice_1_11_{NB}", HONEST)
         link = zipfile.ZipInfo(f"mallory_7_70_{NB}")
         link.create_system = 3
-        link.external_attr = (0o120777 << 16)
+        link.external_attr = 0o120777 << 16
         zf.writestr(link, "/etc/passwd")
     report = _collect(tmp_path, path, pattern="canvas")
     assert _submitted(tmp_path) == {"alice": HONEST}
@@ -240,12 +270,50 @@ def _raw_zip(path: Path, members: dict[str, tuple[bytes, int, int, int]]) -> Pat
     local, central = bytearray(), bytearray()
     for name, (data, crc, size, method) in members.items():
         raw, offset = name.encode(), len(local)
-        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0x800, method, 0, 33, crc,
-                             len(data), size, len(raw), 0) + raw + data
-        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0x800, method, 0, 33,
-                               crc, len(data), size, len(raw), 0, 0, 0, 0, 0, offset) + raw
-    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members),
-                      len(central), len(local), 0)
+        local += (
+            struct.pack(
+                "<4s5H3L2H",
+                b"PK\x03\x04",
+                20,
+                0x800,
+                method,
+                0,
+                33,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+            )
+            + raw
+            + data
+        )
+        central += (
+            struct.pack(
+                "<4s6H3L5H2L",
+                b"PK\x01\x02",
+                20,
+                20,
+                0x800,
+                method,
+                0,
+                33,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + raw
+        )
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central), len(local), 0
+    )
     path.write_bytes(bytes(local + central + end))
     return path
 
@@ -275,8 +343,9 @@ print(peak_mib())
 for name, why in r.not_placed:
     print(name, why, sep=": ")
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     peak, _, notes = proc.stdout.partition("\n")
     return int(peak), notes
@@ -286,11 +355,14 @@ for name, why in r.not_placed:
 def test_a_small_zip_bomb_upload_is_refused_without_taking_memory(tmp_path, pack):
     bomb = _raw_zip(tmp_path / "work.zip", {NB: _zeros(1536)})  # 1.5 GiB in 1.5 MB
     assert bomb.stat().st_size < 2 * MiB
-    download = _raw_zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": _deflated(HONEST),
-        "mallory_7_70_work.zip": pack(bomb.read_bytes()),
-        f"eve_8_80_{NB}": _zeros(1536),
-    })
+    download = _raw_zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": _deflated(HONEST),
+            "mallory_7_70_work.zip": pack(bomb.read_bytes()),
+            f"eve_8_80_{NB}": _zeros(1536),
+        },
+    )
     peak, notes = _collect_in_child(tmp_path, download)
     assert peak < 400, f"collect peaked at {peak} MiB"
     assert _submitted(tmp_path) == {"alice": HONEST}
@@ -302,16 +374,20 @@ def test_a_small_zip_bomb_upload_is_refused_without_taking_memory(tmp_path, pack
 
 def test_nested_zip_bombs_and_deep_nesting_are_refused(tmp_path):
     inner = _raw_zip(tmp_path / "inner.zip", {NB: _zeros(512)})
-    nested = _raw_zip(tmp_path / "nested.zip", {f"copy{i}.zip": _stored(inner.read_bytes())
-                                                for i in range(8)})
+    nested = _raw_zip(
+        tmp_path / "nested.zip", {f"copy{i}.zip": _stored(inner.read_bytes()) for i in range(8)}
+    )
     deep = _zip(tmp_path / "d0.zip", {NB: EVIL})
     for level in range(1, 6):
         deep = _zip(tmp_path / f"d{level}.zip", {deep.name: deep.read_bytes()})
-    download = _raw_zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": _deflated(HONEST),
-        "mallory_7_70_nested.zip": _stored(nested.read_bytes()),
-        "trudy_9_90_deep.zip": _stored(deep.read_bytes()),
-    })
+    download = _raw_zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": _deflated(HONEST),
+            "mallory_7_70_nested.zip": _stored(nested.read_bytes()),
+            "trudy_9_90_deep.zip": _stored(deep.read_bytes()),
+        },
+    )
     peak, notes = _collect_in_child(tmp_path, download)
     assert peak < 400, f"collect peaked at {peak} MiB"
     assert _submitted(tmp_path) == {"alice": HONEST}
@@ -322,8 +398,10 @@ def test_nested_zip_bombs_and_deep_nesting_are_refused(tmp_path):
 
 def test_an_upload_with_too_many_entries_is_one_note(tmp_path):
     upload = _zip(tmp_path / "many.zip", {f"f{i}.txt": b"x" for i in range(2500)})
-    download = _zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": HONEST, "mallory_7_70_many.zip": upload.read_bytes()})
+    download = _zip(
+        tmp_path / "download.zip",
+        {f"alice_1_11_{NB}": HONEST, "mallory_7_70_many.zip": upload.read_bytes()},
+    )
     report = _collect(tmp_path, download, pattern="canvas")
     assert _submitted(tmp_path) == {"alice": HONEST}
     assert len(report.not_placed) == 1, _notes(report)[:2000]
@@ -332,8 +410,10 @@ def test_an_upload_with_too_many_entries_is_one_note(tmp_path):
 
 def test_a_header_that_lies_about_the_size_is_refused(tmp_path):
     data, crc, _, method = _zeros(64)
-    download = _raw_zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": _deflated(HONEST), f"mallory_7_70_{NB}": (data, crc, 10, method)})
+    download = _raw_zip(
+        tmp_path / "download.zip",
+        {f"alice_1_11_{NB}": _deflated(HONEST), f"mallory_7_70_{NB}": (data, crc, 10, method)},
+    )
     report = _collect(tmp_path, download, pattern="canvas")
     assert _submitted(tmp_path) == {"alice": HONEST}
     assert [name for name, _ in report.not_placed] == [f"{download}: mallory_7_70_{NB}"]
@@ -367,10 +447,14 @@ def test_a_tar_upload_is_read_within_the_same_rules(tmp_path):
         info.size = 256 * MiB
         tf.addfile(info, _Zeros(info.size))
     assert bomb.stat().st_size < 2 * MiB
-    download = _raw_zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": _deflated(HONEST),
-        "mallory_7_70_work.tar.gz": _stored(upload.read_bytes()),
-        "eve_8_80_bomb.tar.gz": _stored(bomb.read_bytes())})
+    download = _raw_zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": _deflated(HONEST),
+            "mallory_7_70_work.tar.gz": _stored(upload.read_bytes()),
+            "eve_8_80_bomb.tar.gz": _stored(bomb.read_bytes()),
+        },
+    )
     report = _collect(tmp_path, download)
     assert _submitted(tmp_path) == {"alice": HONEST, "mallory": EVIL}, _notes(report)
     notes = _notes(report)
@@ -387,9 +471,13 @@ def test_entries_zipfile_cannot_decompress_in_bounded_steps_are_refused(tmp_path
     upload = tmp_path / "work.zip"
     with zipfile.ZipFile(upload, "w", method) as zf:
         zf.writestr(NB, bytes(16 * MiB))
-    download = _raw_zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": _deflated(HONEST), "mallory_7_70_work.zip": _stored(
-            upload.read_bytes())})
+    download = _raw_zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": _deflated(HONEST),
+            "mallory_7_70_work.zip": _stored(upload.read_bytes()),
+        },
+    )
     report = _collect(tmp_path, download)
     assert _submitted(tmp_path) == {"alice": HONEST}
     ((name, why),) = report.not_placed
@@ -402,9 +490,15 @@ def test_entries_zipfile_cannot_decompress_in_bounded_steps_are_refused(tmp_path
 @pytest.mark.parametrize("pattern", ["canvas", "auto"])
 def test_an_honest_canvas_download_is_collected_as_before(tmp_path, pattern):
     upload = _zip(tmp_path / "work.zip", {f"work/{NB}": HONEST, "work/notes.txt": b"hi"})
-    download = _zip(tmp_path / "download.zip", {
-        f"alice_1_11_{NB}": HONEST, "bob_late_2_22_value-1.ipynb": EVIL,
-        "carol_3_33_work.zip": upload.read_bytes(), "README": b"from the LMS"})
+    download = _zip(
+        tmp_path / "download.zip",
+        {
+            f"alice_1_11_{NB}": HONEST,
+            "bob_late_2_22_value-1.ipynb": EVIL,
+            "carol_3_33_work.zip": upload.read_bytes(),
+            "README": b"from the LMS",
+        },
+    )
     report = _collect(tmp_path, download, pattern=pattern)
     assert _submitted(tmp_path) == {"alice": HONEST, "bob": EVIL, "carol": HONEST}
     assert {why for _, why in report.not_placed} == {"not a notebook"}, _notes(report)
@@ -417,8 +511,12 @@ def test_honest_folders_and_moodle_downloads_are_collected_as_before(tmp_path):
         (folder / name / "work" / NB).write_bytes(HONEST)
     moodle = _zip(tmp_path / "moodle.zip", {f"Ann Lee_1_assignsubmission_file_/{NB}": EVIL})
     report = _collect(tmp_path, folder, moodle)
-    assert _submitted(tmp_path) == {"=2+5": HONEST, "Ann Lee": EVIL, "Zoë Saldaña": HONEST,
-                                    "alice": HONEST}
+    assert _submitted(tmp_path) == {
+        "=2+5": HONEST,
+        "Ann Lee": EVIL,
+        "Zoë Saldaña": HONEST,
+        "alice": HONEST,
+    }
     assert report.exit_code == 0, _notes(report)
 
 
@@ -430,17 +528,30 @@ def test_one_student_in_a_download_and_a_folder_is_not_ambiguous(tmp_path):
     report = _collect(tmp_path, download, folder)
     assert _submitted(tmp_path) == {"alice": HONEST}  # the later PATH, as before
     assert [why for _, why in report.not_placed] == [
-        f"another copy for alice's {NB} was kept: {folder / 'alice' / NB}"]
+        f"another copy for alice's {NB} was kept: {folder / 'alice' / NB}"
+    ]
 
 
 # ---- spreadsheets: no cell is a formula ------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, cell", [
-    ("=2+5", "'=2+5"), ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"), ("@SUM(A1)", "'@SUM(A1)"),
-    ("-2+3", "'-2+3"), ("\t=1", "'\t=1"), ("\r=1", "'\r=1"), ("-1.5", "-1.5"), ("7", "7"),
-    ("0.25", "0.25"), ("-3e2", "-3e2"), ("alice", "alice"), ("", ""),
-])
+@pytest.mark.parametrize(
+    "text, cell",
+    [
+        ("=2+5", "'=2+5"),
+        ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("-2+3", "'-2+3"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("-1.5", "-1.5"),
+        ("7", "7"),
+        ("0.25", "0.25"),
+        ("-3e2", "-3e2"),
+        ("alice", "alice"),
+        ("", ""),
+    ],
+)
 def test_spreadsheet_cells_are_never_formulas(text, cell):
     from autograder.grade.spreadsheet import safe_cell
 
@@ -470,18 +581,20 @@ def test_export_neutralises_formula_ids_and_notes(tmp_path):
     record.write_text(json.dumps({"note": '=HYPERLINK("http://x")', "review": ["@x"]}))
     grades, cells = export(root=tmp_path)
     rows = list(csv.DictReader(grades.open(encoding="utf-8")))
-    assert sorted(r["student"] for r in rows) == sorted(
-        "'" + s if s != "alice" else s for s in ids)
+    assert sorted(r["student"] for r in rows) == sorted("'" + s if s != "alice" else s for s in ids)
     assert {(r["score"], r["max_score"]) for r in rows} == {("3", "4")}
     by = {r["student"]: r for r in rows}
-    assert (by["'=2+5"]["note"], by["'=2+5"]["review"]) == ("'=HYPERLINK(\"http://x\")", "'@x")
+    assert (by["'=2+5"]["note"], by["'=2+5"]["review"]) == ('\'=HYPERLINK("http://x")', "'@x")
     students = {r["student"] for r in csv.DictReader(cells.open(encoding="utf-8"))}
     assert students == {r["student"] for r in rows}
 
 
 def test_every_csv_the_grader_writes_goes_through_the_one_helper():
-    writers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py")
-               if re.search(r"csv\.(writer|DictWriter)\b", p.read_text())]
+    writers = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "autograder").rglob("*.py")
+        if re.search(r"csv\.(writer|DictWriter)\b", p.read_text())
+    ]
     assert writers == ["autograder/grade/spreadsheet.py"]
 
 

@@ -15,9 +15,14 @@ LINT = str(Path(sys.executable).parent / "lint-imports")
 
 
 def lint(folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([LINT, "--no-cache", "--config", str(folder / "pyproject.toml")],
-                          cwd=folder, capture_output=True, text=True, timeout=300,
-                          env={"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(folder)})
+    return subprocess.run(
+        [LINT, "--no-cache", "--config", str(folder / "pyproject.toml")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(folder)},
+    )
 
 
 def test_every_contract_is_kept():
@@ -40,11 +45,11 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(("module", "line", "contract"), PLANTED,
-                         ids=[m for m, _, _ in PLANTED])
+@pytest.mark.parametrize(("module", "line", "contract"), PLANTED, ids=[m for m, _, _ in PLANTED])
 def test_an_import_across_a_layer_is_caught(tmp_path, module, line, contract):
-    shutil.copytree(ROOT / "autograder", tmp_path / "autograder",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "autograder" / module
     path.write_text(path.read_text() + f"\n{line}  # noqa\n")

@@ -82,8 +82,9 @@ def test_equality_keywords_repr_and_replace():
         Limits(wal=10)
 
 
-@pytest.mark.parametrize("setting, value", [("memory", "lots"), ("wall", -5),
-                                            ("sandbox", "maybe"), ("cpus", 0)])
+@pytest.mark.parametrize(
+    "setting, value", [("memory", "lots"), ("wall", -5), ("sandbox", "maybe"), ("cpus", 0)]
+)
 def test_a_bad_setting_is_one_line_naming_it(setting, value):
     with pytest.raises(LimitError) as raised:
         Limits(config=course_config(**{setting: value}))

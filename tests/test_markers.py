@@ -24,9 +24,16 @@ assert y == 2
 
 def test_each_line_is_read_with_its_region():
     regions = [(ln.region, ln.marker) for ln in markers.read(CELL)]
-    assert regions == [(None, False), ("solution", True), ("solution", False),
-                       ("solution", True), (None, False), ("hidden", True),
-                       ("hidden", False), ("hidden", True)]
+    assert regions == [
+        (None, False),
+        ("solution", True),
+        ("solution", False),
+        ("solution", True),
+        (None, False),
+        ("hidden", True),
+        ("hidden", False),
+        ("hidden", True),
+    ]
     assert markers.inside(CELL, markers.SOLUTION) == "y = 2"
     assert markers.inside(CELL, markers.HIDDEN) == "assert y == 2"
     assert markers.visible(CELL) == CELL[: CELL.index("\n### BEGIN HIDDEN")]
@@ -61,6 +68,9 @@ def test_what_students_see_is_what_nbgrader_releases(cell):
 
 def test_no_other_module_spells_a_marker():
     spelled = re.compile("|".join(re.escape(m) for m in markers.ALL))
-    found = [p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py")
-             if p.name != "markers.py" and spelled.search(p.read_text())]
+    found = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "autograder").rglob("*.py")
+        if p.name != "markers.py" and spelled.search(p.read_text())
+    ]
     assert found == []

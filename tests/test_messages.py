@@ -44,17 +44,32 @@ NAMES = {
     "mlp_test_train": ("train",),
 }
 EXPECTED_VS_GOT = re.compile(r"\b(should|expected)\b", re.IGNORECASE)
-ORDER_REASONS = ("twice", "leaves out", "before its parent", "stranger", "not a list",
-                 "did not finish",
-                 "recursion limit", "nested", "calls coursekit", "changed the list", "ignores h",
-                 "not written yet", "raised")
+ORDER_REASONS = (
+    "twice",
+    "leaves out",
+    "before its parent",
+    "stranger",
+    "not a list",
+    "did not finish",
+    "recursion limit",
+    "nested",
+    "calls coursekit",
+    "changed the list",
+    "ignores h",
+    "not written yet",
+    "raised",
+)
 
 
 def catalogue():
     """(lesson, bug name, mutated notebook) for every one-bug submission the lessons'
     tests define."""
-    for module, assignment in ((lesson1, "01_value"), (lesson2, "02_backward"),
-                               (lesson3, "03_activations"), (lesson5, "05_mlp")):
+    for module, assignment in (
+        (lesson1, "01_value"),
+        (lesson2, "02_backward"),
+        (lesson3, "03_activations"),
+        (lesson5, "05_mlp"),
+    ):
         solution = read(SOURCE, assignment)
         for bug in module.BUGS:
             name, changes = bug[0], bug[1]
@@ -73,7 +88,8 @@ def explains(cell: str, message: str) -> tuple[bool, bool]:
     first = message.splitlines()[0] if message else ""
     names = any(n in first or f"`{n}`" in first for n in NAMES[cell])
     shows = bool(EXPECTED_VS_GOT.search(message) and re.search(r"\bgot\b", message)) or any(
-        reason in message for reason in ORDER_REASONS)
+        reason in message for reason in ORDER_REASONS
+    )
     return names, shows
 
 
@@ -89,8 +105,10 @@ def test_messages_name_the_function_and_show_expected_vs_got():
             shown += names and shows
             rows.append((names and shows, assignment, name, message.splitlines()[0]))
             assert all(len(line) < 90 for line in message.splitlines()), message
-    print(f"\n{shown}/{total} messages name the function and show expected vs got; "
-          f"{named}/{total} name the function")
+    print(
+        f"\n{shown}/{total} messages name the function and show expected vs got; "
+        f"{named}/{total} name the function"
+    )
     for ok, assignment, name, first in rows:
         print(f"{'✓' if ok else '✗'} {assignment} | {name} | {first}")
     assert total >= 70

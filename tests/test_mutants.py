@@ -18,16 +18,40 @@ from helpers import SOURCE, failing_cells, read
 
 pytestmark = pytest.mark.slow
 
-ASSIGNMENTS = ["01_value", "02_backward", "03_activations", "04_checkpoint_engine", "05_mlp",
-               "06_checkpoint_mlp"]
-LESSON_TESTS = {"01_value": "test_01_value", "02_backward": "test_02_backward",
-                "03_activations": "test_03_activations", "05_mlp": "test_05_mlp",
-                "04_checkpoint_engine": "test_quizzes", "06_checkpoint_mlp": "test_quizzes"}
+ASSIGNMENTS = [
+    "01_value",
+    "02_backward",
+    "03_activations",
+    "04_checkpoint_engine",
+    "05_mlp",
+    "06_checkpoint_mlp",
+]
+LESSON_TESTS = {
+    "01_value": "test_01_value",
+    "02_backward": "test_02_backward",
+    "03_activations": "test_03_activations",
+    "05_mlp": "test_05_mlp",
+    "04_checkpoint_engine": "test_quizzes",
+    "06_checkpoint_mlp": "test_quizzes",
+}
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-         ast.Pow: ast.Mult, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE,
-         ast.LtE: ast.Lt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.And: ast.Or,
-         ast.Or: ast.And, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+SWAPS = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.And: ast.Or,
+    ast.Or: ast.And,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 
 
 def solution_lines(source: str) -> set[int]:
@@ -61,26 +85,46 @@ class Mutator(ast.NodeTransformer):
     def generic_visit(self, node):
         node = super().generic_visit(node)
         swap = isinstance(node, (ast.BinOp, ast.BoolOp)) and type(node.op) in SWAPS
-        if swap and self._hit(node, f"{type(node.op).__name__} -> "
-                                    f"{SWAPS[type(node.op)].__name__}"):
+        if swap and self._hit(node, f"{type(node.op).__name__} -> {SWAPS[type(node.op)].__name__}"):
             node.op = SWAPS[type(node.op)]()
-        elif isinstance(node, ast.Compare) and type(node.ops[0]) in SWAPS and self._hit(
-                node, f"{type(node.ops[0]).__name__} -> {SWAPS[type(node.ops[0])].__name__}"):
+        elif (
+            isinstance(node, ast.Compare)
+            and type(node.ops[0]) in SWAPS
+            and self._hit(
+                node, f"{type(node.ops[0]).__name__} -> {SWAPS[type(node.ops[0])].__name__}"
+            )
+        ):
             node.ops = [SWAPS[type(node.ops[0])](), *node.ops[1:]]
         elif isinstance(node, ast.AugAssign) and self._hit(node, "+= -> ="):
-            return ast.copy_location(ast.Assign(targets=[node.target], value=node.value,
-                                                lineno=node.lineno), node)
-        elif (isinstance(node, ast.Constant) and type(node.value) in (int, float)
-              and not isinstance(node.value, bool) and self._hit(node, f"{node.value} + 1")):
+            return ast.copy_location(
+                ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno), node
+            )
+        elif (
+            isinstance(node, ast.Constant)
+            and type(node.value) in (int, float)
+            and not isinstance(node.value, bool)
+            and self._hit(node, f"{node.value} + 1")
+        ):
             node.value = node.value + 1
-        elif isinstance(node, ast.Constant) and isinstance(node.value, bool) and self._hit(
-                node, f"{node.value} -> {not node.value}"):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, bool)
+            and self._hit(node, f"{node.value} -> {not node.value}")
+        ):
             node.value = not node.value
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and self._hit(
-                node, "-x -> x"):
+        elif (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and self._hit(node, "-x -> x")
+        ):
             return node.operand
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and len(node.value) == 1 and node.value in "abcd" and self._hit(node, "letter")):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and len(node.value) == 1
+            and node.value in "abcd"
+            and self._hit(node, "letter")
+        ):
             node.value = "abcd"[("abcd".index(node.value) + 1) % 4]
         return node
 

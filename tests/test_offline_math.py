@@ -18,9 +18,11 @@ MATHJAX_SCRIPT = re.compile(r"<script[^>]+(mathjax|MathJax)[^>]*>")
 
 
 def test_formulas_become_mathml_and_code_is_left_alone():
-    text = ("The chain rule: $$\\frac{dL}{da} = \\frac{dL}{dc} \\cdot \\frac{dc}{da}$$ and "
-            "inline $w_i x_i$, but not `$HOME` in code,\n\n```\nprice = \"$5 and $6\"\n```\n"
-            "nor an escaped \\$5.")
+    text = (
+        "The chain rule: $$\\frac{dL}{da} = \\frac{dL}{dc} \\cdot \\frac{dc}{da}$$ and "
+        'inline $w_i x_i$, but not `$HOME` in code,\n\n```\nprice = "$5 and $6"\n```\n'
+        "nor an escaped \\$5."
+    )
     out = offline_math.markdown_with_mathml(text)
     assert out.count("<math") == 2 and 'display="block"' in out
     assert "`$HOME`" in out and 'price = "$5 and $6"' in out and "\\$5" in out

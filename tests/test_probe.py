@@ -19,20 +19,31 @@ def test_the_probe_keeps_to_a_namespace_of_its_own(tmp_path):
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     first_test = next(i for i, cell in enumerate(nb.cells) if is_test_cell(cell))
     mine = "; ".join(f"{name} = 'mine'" for name in NAMES)
-    check = (f"assert [{', '.join(NAMES)}] == ['mine'] * {len(NAMES)}, "
-             f"[{', '.join(NAMES)}]\nprint('untouched')")
+    check = (
+        f"assert [{', '.join(NAMES)}] == ['mine'] * {len(NAMES)}, "
+        f"[{', '.join(NAMES)}]\nprint('untouched')"
+    )
     nb.cells.insert(first_test, nbformat.v4.new_code_cell(mine))
     nb.cells.append(nbformat.v4.new_code_cell(check))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    ex = GuardedExecute(config=Limits(sandbox="off").as_config(), shutdown_kernel="immediate",
-                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
+    ex = GuardedExecute(
+        config=Limits(sandbox="off").as_config(),
+        shutdown_kernel="immediate",
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    )
     path = notebook_path(SOLUTIONS, A)
-    ex.preprocess(nb, {"nbgrader": {"notebook": path.stem, "assignment": A},
-                       "metadata": {"path": str(path.parent)}})
-    verdicts = {grade_id(c): c.metadata["autograder"]["verdict"] for c in nb.cells
-                if is_test_cell(c)}
+    ex.preprocess(
+        nb,
+        {
+            "nbgrader": {"notebook": path.stem, "assignment": A},
+            "metadata": {"path": str(path.parent)},
+        },
+    )
+    verdicts = {
+        grade_id(c): c.metadata["autograder"]["verdict"] for c in nb.cells if is_test_cell(c)
+    }
     assert verdicts and all(v["passed"] for v in verdicts.values()), json.dumps(verdicts)
     last = nb.cells[-1].outputs
     # (one print may reach the notebook as two stream outputs when the machine is busy)

@@ -37,7 +37,7 @@ FUNCTIONS = {(ENGINE, "q13"): "softplus_grad", (MLP, "q6"): "hinge_grad"}
 # Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
 EQUIVALENT_MUTANTS = {
     "mlp_quiz_q6 line 5: Gt -> GtE": "hinge_grad differs only at the kink 1 - y*s = 0, where "
-                                     "the slope is undefined and never asked for",
+    "the slope is undefined and never asked for",
 }
 
 

@@ -179,9 +179,18 @@ ENGINE_CODE = [
     "import importlib\nimportlib.import_module('micro' + 'grad')",
     "%time import tensorflow",
 ]
-CASES = [(code, kind) for kind, codes in [
-    (INTROSPECTION, INTROSPECTION_CODE), (PROCESS, PROCESS_CODE), (KERNEL, KERNEL_CODE),
-    (HIDDEN, HIDDEN_CODE), (GRADER, GRADER_CODE), (ENGINE, ENGINE_CODE)] for code in codes]
+CASES = [
+    (code, kind)
+    for kind, codes in [
+        (INTROSPECTION, INTROSPECTION_CODE),
+        (PROCESS, PROCESS_CODE),
+        (KERNEL, KERNEL_CODE),
+        (HIDDEN, HIDDEN_CODE),
+        (GRADER, GRADER_CODE),
+        (ENGINE, ENGINE_CODE),
+    ]
+    for code in codes
+]
 
 
 @pytest.mark.parametrize("code, kind", CASES)
@@ -195,47 +204,53 @@ def test_a_flag_fits_a_line():
     assert max(len(f"cell 99, line 999: {reason}") for reason in reasons) < 90
 
 
-@pytest.mark.parametrize("code, kind", [
-    (";exec import ctypes", INTROSPECTION),  # IPython runs exec("import ctypes")
-    ("/exec 'import ctypes'", INTROSPECTION),
-    (">>> import ctypes", INTROSPECTION),  # IPython strips the prompt
-    ("In [3]: import subprocess", PROCESS),
-    ("%time import subprocess", PROCESS),
-    ("%%timeit -n 1\nimport ctypes", INTROSPECTION),
-    ("%%python3\nimport ctypes", INTROSPECTION),
-    ("%%capture out\nimport gc\ngc.get_objects()", INTROSPECTION),
-    ("exec('exec(\"import ctypes\")')", INTROSPECTION),
-    ("get_ipython().run_cell('%%bash\\nls')", PROCESS),
-    ("x = 1 +\\\n2\nimport ctypes", INTROSPECTION),
-    ("def broken(:\n    import ctypes", INTROSPECTION),  # not Python: read as words
-    ("x = (\nimport sys; sys._getframe", INTROSPECTION),
-])
+@pytest.mark.parametrize(
+    "code, kind",
+    [
+        (";exec import ctypes", INTROSPECTION),  # IPython runs exec("import ctypes")
+        ("/exec 'import ctypes'", INTROSPECTION),
+        (">>> import ctypes", INTROSPECTION),  # IPython strips the prompt
+        ("In [3]: import subprocess", PROCESS),
+        ("%time import subprocess", PROCESS),
+        ("%%timeit -n 1\nimport ctypes", INTROSPECTION),
+        ("%%python3\nimport ctypes", INTROSPECTION),
+        ("%%capture out\nimport gc\ngc.get_objects()", INTROSPECTION),
+        ("exec('exec(\"import ctypes\")')", INTROSPECTION),
+        ("get_ipython().run_cell('%%bash\\nls')", PROCESS),
+        ("x = 1 +\\\n2\nimport ctypes", INTROSPECTION),
+        ("def broken(:\n    import ctypes", INTROSPECTION),  # not Python: read as words
+        ("x = (\nimport sys; sys._getframe", INTROSPECTION),
+    ],
+)
 def test_hiding_places_of_ipython_syntax_are_read(code, kind):
     assert kind in classes(code), flag_code(code)
 
 
-@pytest.mark.parametrize("code", [
-    "import math, random, time\nimport numpy as np\nimport matplotlib.pyplot as plt",
-    "random.seed(0)\nnp.random.seed(1)\nplt.rcParams['figure.figsize'] = (4, 3)",
-    "import matplotlib.pyplot as plt\nplt.rcParams['figure.figsize'] = (4, 3)\nplt.show()",
-    "def f():\n    ...\n\n\nclass A:\n    ...",
-    "import graphviz\nfrom graphviz import Digraph\ndot = Digraph()",
-    "%matplotlib inline\n%time f(1)\nx = 1",
-    "%%timeit\nf(2)",
-    "%config InlineBackend.figure_format = 'retina'",
-    "Value?",
-    "y = getattr(x, name)()\ncheck_close(f'{name}.grad', getattr(g, name).grad, 1.0)",
-    "print('-' * 40)\nprint('%.3f' % x, '{:>8}'.format(name), ''.join(['a', 'b']))",
-    "Value.__add__ = add\nself.grad += out.grad",
-    "import gc\ngc.collect()\ngc.disable()",
-    "import os\n\nos._exit(1)  # a debugging leftover",
-    "from IPython.display import HTML, display\ndisplay(HTML('<b>hi</b>'))",
-    "from types import SimpleNamespace\nns = SimpleNamespace(a=1)\nns.a = 2",
-    "print('the autograder will check this; see events.register in the docs')",
-    "def __repr__(self):\n    return f'Value(data={self.data!r}, grad={self.grad})'",
-    "x = 1  # not IPython syntax: !ls %run\ns = '''\n%run x\n!ls\n'''",
-    "assert a != b\nc = a == b\nd = {'k': 1}\ne = [i for i in range(3) if i % 2]",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import math, random, time\nimport numpy as np\nimport matplotlib.pyplot as plt",
+        "random.seed(0)\nnp.random.seed(1)\nplt.rcParams['figure.figsize'] = (4, 3)",
+        "import matplotlib.pyplot as plt\nplt.rcParams['figure.figsize'] = (4, 3)\nplt.show()",
+        "def f():\n    ...\n\n\nclass A:\n    ...",
+        "import graphviz\nfrom graphviz import Digraph\ndot = Digraph()",
+        "%matplotlib inline\n%time f(1)\nx = 1",
+        "%%timeit\nf(2)",
+        "%config InlineBackend.figure_format = 'retina'",
+        "Value?",
+        "y = getattr(x, name)()\ncheck_close(f'{name}.grad', getattr(g, name).grad, 1.0)",
+        "print('-' * 40)\nprint('%.3f' % x, '{:>8}'.format(name), ''.join(['a', 'b']))",
+        "Value.__add__ = add\nself.grad += out.grad",
+        "import gc\ngc.collect()\ngc.disable()",
+        "import os\n\nos._exit(1)  # a debugging leftover",
+        "from IPython.display import HTML, display\ndisplay(HTML('<b>hi</b>'))",
+        "from types import SimpleNamespace\nns = SimpleNamespace(a=1)\nns.a = 2",
+        "print('the autograder will check this; see events.register in the docs')",
+        "def __repr__(self):\n    return f'Value(data={self.data!r}, grad={self.grad})'",
+        "x = 1  # not IPython syntax: !ls %run\ns = '''\n%run x\n!ls\n'''",
+        "assert a != b\nc = a == b\nd = {'k': 1}\ne = [i for i in range(3) if i % 2]",
+    ],
+)
 def test_honest_code_is_not_flagged(code):
     assert flag_code(code) == []
 
@@ -250,8 +265,10 @@ def test_the_course_code_is_never_flagged_even_as_the_students():
 
 
 def notebook(tmp_path, *cells, name="value.ipynb"):
-    nb = new_notebook(cells=[new_markdown_cell("# Lesson")] + [
-        new_code_cell(c) if isinstance(c, str) else c for c in cells])
+    nb = new_notebook(
+        cells=[new_markdown_cell("# Lesson")]
+        + [new_code_cell(c) if isinstance(c, str) else c for c in cells]
+    )
     folder = tmp_path / "alice"
     folder.mkdir(exist_ok=True)
     nbformat.write(nb, folder / name)
@@ -259,26 +276,40 @@ def notebook(tmp_path, *cells, name="value.ipynb"):
 
 
 def test_a_flag_says_cell_and_line(tmp_path):
-    folder = notebook(tmp_path, "x = 1", "y = 2", "z = 3", "w = 4", "v = 5",
-                      "import gc\n\nn = len(gc.get_objects())")
+    folder = notebook(
+        tmp_path,
+        "x = 1",
+        "y = 2",
+        "z = 3",
+        "w = 4",
+        "v = 5",
+        "import gc\n\nn = len(gc.get_objects())",
+    )
     assert flag_submission(folder, SOURCE / A) == [
-        "cell 7, line 3: calls gc.get_objects: introspection of the process"]
+        "cell 7, line 3: calls gc.get_objects: introspection of the process"
+    ]
 
 
 def test_writefile_then_run_or_import_is_flagged_with_what_the_file_holds(tmp_path):
     folder = notebook(
-        tmp_path, "%%writefile helper.py\nimport gc\nleak = gc.get_objects()",
-        "x = 1", "%run -i helper.py", "import helper")
+        tmp_path,
+        "%%writefile helper.py\nimport gc\nleak = gc.get_objects()",
+        "x = 1",
+        "%run -i helper.py",
+        "import helper",
+    )
     assert flag_submission(folder, SOURCE / A) == [
         "cell 2, line 1: runs %%writefile helper.py: hidden code",
         "cell 2, line 3: calls gc.get_objects: introspection of the process",
         "cell 4, line 1: runs helper.py, written by the notebook: hidden code",
-        "cell 5, line 1: imports helper, written by the notebook: hidden code"]
+        "cell 5, line 1: imports helper, written by the notebook: hidden code",
+    ]
 
 
 def test_a_flag_is_listed_once_where_first_found_and_the_list_is_bounded(tmp_path):
-    folder = notebook(tmp_path, *["import os\nos.system('ls')"] * 3,
-                      *[f"%magic{i}" for i in range(30)])
+    folder = notebook(
+        tmp_path, *["import os\nos.system('ls')"] * 3, *[f"%magic{i}" for i in range(30)]
+    )
     flags = flag_submission(folder, SOURCE / A)
     assert flags[0] == "cell 2, line 2: calls os.system: a process trick"
     assert len(flags) == 12 and flags[-1] == "and 20 more flags"
@@ -288,13 +319,15 @@ def test_a_flag_is_listed_once_where_first_found_and_the_list_is_bounded(tmp_pat
 def test_a_long_cell_is_cut_and_the_cut_flagged(tmp_path):
     folder = notebook(tmp_path, "x = 1\n" * 30_000 + "import ctypes")
     assert flag_submission(folder, SOURCE / A) == [
-        "cell 2, line 1: 180,013 characters: the first 100,000 read: too long to review"]
+        "cell 2, line 1: 180,013 characters: the first 100,000 read: too long to review"
+    ]
 
 
 def test_a_submission_is_read_up_to_a_bound_and_the_rest_flagged(tmp_path):
     folder = notebook(tmp_path, *["x = 1\n" * 16_000] * 6, "import ctypes")
     assert flag_submission(folder, SOURCE / A) == [
-        "cell 8, line 1: not read: past 500,000 characters of code: too long to review"]
+        "cell 8, line 1: not read: past 500,000 characters of code: too long to review"
+    ]
 
 
 def run_for(code: str, timeout: float = 60) -> float:
@@ -308,8 +341,13 @@ def run_for(code: str, timeout: float = 60) -> float:
         print(time.process_time() - start)
     """)
     try:
-        run = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                             text=True, timeout=timeout)
+        run = subprocess.run(
+            [sys.executable, "-c", program],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {timeout} s")
     assert run.returncode == 0, run.stderr[-2000:]
@@ -321,27 +359,30 @@ def run_for(code: str, timeout: float = 60) -> float:
 FLAG = "from autograder.grade.review.flags import flag_code as f\n"
 
 
-@pytest.mark.parametrize("setup", [
-    # review.py's MAGIC_LINE on a line of spaces, cubic: 1,600 spaces 3.9 s, 100 kB ~ days
-    FLAG + "arg = ' ' * 100_000 + 'x'",
-    # review.py's DOTTED on a cell that does not parse, quadratic: 16 kB 2.8 s, 100 kB ~110 s
-    FLAG + "arg = '(' + 'a' * 100_000",
-    # IPython's own transformer, quadratic in magics: 1,000 magic lines 10 s
-    FLAG + "arg = '%time x\\n' * 20_000",
-    FLAG + "arg = 'x = ' + ' + '.join(['\"a\"'] * 20_000)",
-    FLAG + "arg = 'x = y' + '.a' * 50_000",
-    FLAG + "arg = 'exec(' * 90 + ')' * 90",
-    FLAG + "arg = '\"\"\"' * 30_000 + \"'\" * 30_000",
-    FLAG + "arg = '  \\n' * 50_000 + '%%bash'",
-    FLAG + "arg = 'import os\\n' + 'os.kill(1)\\n' * 9000",
-    # sanitize.py's TAG in _depth, quadratic: 16 kB 1.9 s, 100 kB ~73 s, 2 MB ~8 h
-    "from autograder.feedback.sanitize import clean_html as f\narg = '<a' * 50_000",
-    "from autograder.feedback.sanitize import clean_html as f\narg = '<div ' + 'a' * 100_000",
-    # feedback.py's tag stripper, quadratic: 16 kB 0.18 s, 100 kB 7 s, 1 MB ~12 min
-    "from autograder.feedback.pages import _html_text as f\narg = '<' * 1_000_000",
-    # feedback.py's MATERIAL_PATH, 300 steps a character: 1 MB 3.2 s
-    "from autograder.feedback.pages import blank_paths as f\n"
-    "arg = '/autograder-material/ ' + 'a' * 1_000_000",
-])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        # review.py's MAGIC_LINE on a line of spaces, cubic: 1,600 spaces 3.9 s, 100 kB ~ days
+        FLAG + "arg = ' ' * 100_000 + 'x'",
+        # review.py's DOTTED on a cell that does not parse, quadratic: 16 kB 2.8 s, 100 kB ~110 s
+        FLAG + "arg = '(' + 'a' * 100_000",
+        # IPython's own transformer, quadratic in magics: 1,000 magic lines 10 s
+        FLAG + "arg = '%time x\\n' * 20_000",
+        FLAG + "arg = 'x = ' + ' + '.join(['\"a\"'] * 20_000)",
+        FLAG + "arg = 'x = y' + '.a' * 50_000",
+        FLAG + "arg = 'exec(' * 90 + ')' * 90",
+        FLAG + 'arg = \'"""\' * 30_000 + "\'" * 30_000',
+        FLAG + "arg = '  \\n' * 50_000 + '%%bash'",
+        FLAG + "arg = 'import os\\n' + 'os.kill(1)\\n' * 9000",
+        # sanitize.py's TAG in _depth, quadratic: 16 kB 1.9 s, 100 kB ~73 s, 2 MB ~8 h
+        "from autograder.feedback.sanitize import clean_html as f\narg = '<a' * 50_000",
+        "from autograder.feedback.sanitize import clean_html as f\narg = '<div ' + 'a' * 100_000",
+        # feedback.py's tag stripper, quadratic: 16 kB 0.18 s, 100 kB 7 s, 1 MB ~12 min
+        "from autograder.feedback.pages import _html_text as f\narg = '<' * 1_000_000",
+        # feedback.py's MATERIAL_PATH, 300 steps a character: 1 MB 3.2 s
+        "from autograder.feedback.pages import blank_paths as f\n"
+        "arg = '/autograder-material/ ' + 'a' * 1_000_000",
+    ],
+)
 def test_every_text_scan_is_linear(setup):
     assert run_for(setup) < 2

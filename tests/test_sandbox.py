@@ -44,8 +44,9 @@ from autograder.kernel.limits import Limits
 from autograder.kernel.sandbox import SandboxedKernelManager, sandbox_status
 
 STATUS = sandbox_status()
-needs_bwrap = pytest.mark.skipif(STATUS.level != sandbox.BUBBLEWRAP,
-                                 reason=f"no sandbox here: {STATUS.reason}")
+needs_bwrap = pytest.mark.skipif(
+    STATUS.level != sandbox.BUBBLEWRAP, reason=f"no sandbox here: {STATUS.reason}"
+)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 MiB = 1024**2
 
@@ -59,10 +60,16 @@ def client(nb, folder: Path, timeout: int = 60, **config) -> NotebookClient:
     cfg = Config()
     for name, value in config.items():
         setattr(cfg.SandboxedKernelManager, name, value)
-    return NotebookClient(nb, kernel_manager_class=SandboxedKernelManager, timeout=timeout,
-                          allow_errors=True, interrupt_on_timeout=True, config=cfg,
-                          resources={"metadata": {"path": str(folder)}},
-                          extra_arguments=["--HistoryManager.hist_file=:memory:"])
+    return NotebookClient(
+        nb,
+        kernel_manager_class=SandboxedKernelManager,
+        timeout=timeout,
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        config=cfg,
+        resources={"metadata": {"path": str(folder)}},
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    )
 
 
 def run(folder: Path, *sources: str, **kw) -> nbformat.NotebookNode:
@@ -72,13 +79,15 @@ def run(folder: Path, *sources: str, **kw) -> nbformat.NotebookNode:
 
 
 def stdout(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs
-                   if o.output_type == "stream" and o.name == "stdout")
+    return "".join(
+        o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout"
+    )
 
 
 def stderr(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs
-                   if o.output_type == "stream" and o.name == "stderr")
+    return "".join(
+        o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"
+    )
 
 
 def errors(cell) -> list[str]:
@@ -93,8 +102,11 @@ def answer(cell):
 
 def leftovers() -> set[str]:
     """Sandbox folders in /tmp of processes that are gone (tests run side by side)."""
-    return {p.name for p in Path(tempfile.gettempdir()).glob("autograder-*-*")
-            if not psutil.pid_exists(int(p.name.split("-")[1]))}
+    return {
+        p.name
+        for p in Path(tempfile.gettempdir()).glob("autograder-*-*")
+        if not psutil.pid_exists(int(p.name.split("-")[1]))
+    }
 
 
 def our_sandboxes() -> set[str]:
@@ -159,9 +171,16 @@ def test_a_kernel_sees_only_its_copy_of_its_folder_and_writes_only_there(folder,
     monkeypatch.setenv("AUTOGRADER_WORKER", "secret-marker")
     monkeypatch.setenv("SOME_PASSWORD", "hunter2")
     course = folder.parents[2]
-    host = [str(ROOT / "autograder"), str(ROOT / "source"), str(ROOT / "nbgrader_config.py"),
-            str(course / "gradebook.db"), str(course / "source"), str(folder),
-            str(Path.home() / ".cache"), "/etc/shadow"]
+    host = [
+        str(ROOT / "autograder"),
+        str(ROOT / "source"),
+        str(ROOT / "nbgrader_config.py"),
+        str(course / "gradebook.db"),
+        str(course / "source"),
+        str(folder),
+        str(Path.home() / ".cache"),
+        "/etc/shadow",
+    ]
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     nb = run(folder, f"HOST = {host!r}", PROBE_FILES, "open('coursekit.py', 'w').write('')")
     seen = answer(nb.cells[1])
@@ -187,7 +206,9 @@ def test_no_network_no_capabilities_no_way_out(folder):
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     try:
-        nb = run(folder, f"""
+        nb = run(
+            folder,
+            f"""
             import ctypes, json, os, socket
             def fails(f):
                 try:
@@ -208,7 +229,8 @@ def test_no_network_no_capabilities_no_way_out(folder):
                 "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
                 "hostname": socket.gethostname(),
             }}))
-            """)
+            """,
+        )
     finally:
         listener.close()
     seen = answer(nb.cells[0])
@@ -248,7 +270,8 @@ def test_killing_every_visible_process_hurts_only_the_kernel(folder):
 @needs_bwrap
 def test_nothing_outlives_the_kernel(folder):
     token = uuid.uuid4().hex
-    nb = notebook(f"""
+    nb = notebook(
+        f"""
         import os, subprocess, sys
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{token}"],
                          start_new_session=True)
@@ -259,14 +282,16 @@ def test_nothing_outlives_the_kernel(folder):
                          "import time; time.sleep(600)", "{token}"])
             os._exit(0)
         os.wait()
-        """, """
+        """,
+        """
         block = b"x" * (1 << 20)
         for path in ("/tmp/big", "big", os.path.expanduser("~/big")):
             with open(path, "wb") as fh:
                 for _ in range(200):
                     fh.write(block)
         print("wrote", sum(os.path.getsize(p) for p in ("/tmp/big", "big")) >> 20)
-        """)
+        """,
+    )
     c = client(nb, folder)
     with c.setup_kernel():
         for index, cell in enumerate(nb.cells):
@@ -287,7 +312,9 @@ def test_nothing_outlives_the_kernel(folder):
 
 @needs_bwrap
 def test_writable_space_is_capped(folder):
-    nb = run(folder, """
+    nb = run(
+        folder,
+        """
         def fill(path, mib):
             try:
                 with open(path, "wb") as fh:
@@ -297,31 +324,50 @@ def test_writable_space_is_capped(folder):
             except OSError as exc:
                 return exc.strerror
         print(fill("/tmp/a", 100), fill("/tmp/b", 100), fill("big", 100), fill("/dev/shm/a", 100))
-        """, scratch_size=150 * MiB)
-    assert stdout(nb.cells[0]).split() == ["ok", "No", "space", "left", "on", "device",
-                                           "ok", "No", "space", "left", "on", "device"]
+        """,
+        scratch_size=150 * MiB,
+    )
+    assert stdout(nb.cells[0]).split() == [
+        "ok",
+        "No",
+        "space",
+        "left",
+        "on",
+        "device",
+        "ok",
+        "No",
+        "space",
+        "left",
+        "on",
+        "device",
+    ]
 
 
 @needs_bwrap
 def test_numpy_matplotlib_and_graphviz_work_quietly(folder):
-    nb = run(folder, """
+    nb = run(
+        folder,
+        """
         import numpy as np
         print(np.linalg.solve(np.eye(2) * 2, np.ones(2)).tolist())
-        """, """
+        """,
+        """
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots()
         ax.plot([0, 1], [1, 0])
         fig.savefig("plot.png")
         plt.show()
         print("plotted")
-        """, """
+        """,
+        """
         import subprocess, graphviz
         g = graphviz.Digraph()
         g.edge("a", "b")
         svg = g.pipe(format="svg").decode()
         dot = subprocess.run(["dot", "-V"], capture_output=True, text=True)
         print("<svg" in svg, dot.returncode)
-        """)
+        """,
+    )
     for cell in nb.cells:
         assert not errors(cell) and not stderr(cell), (errors(cell), stderr(cell))
     assert stdout(nb.cells[0]).strip() == "[0.5, 0.5]"
@@ -369,21 +415,28 @@ def test_a_kernel_that_ignores_interrupts_is_killed_with_everything_it_started(f
     from autograder.preprocessors.execute import RUNS, GuardedExecute
 
     token = uuid.uuid4().hex
-    nb = notebook(f"""
+    nb = notebook(
+        f"""
         import subprocess, sys
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{token}"],
                          start_new_session=True)
-        """, """
+        """,
+        """
         import signal
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         while True:
             pass
-        """, "print('never')")
+        """,
+        "print('never')",
+    )
     for cell in nb.cells:
         cell.metadata["nbgrader"] = {}
     limits = Limits(cell_timeout=3, sandbox="require")
-    ex = GuardedExecute(config=limits.as_config(), shutdown_kernel="immediate",
-                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
+    ex = GuardedExecute(
+        config=limits.as_config(),
+        shutdown_kernel="immediate",
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    )
     resources = {"nbgrader": {"notebook": "stuck"}, "metadata": {"path": str(folder)}}
     del RUNS[:]
     ex.preprocess(nb, resources)
@@ -416,13 +469,23 @@ print(json.dumps([[o.get("text") or o.get("ename") for o in c.outputs] for c in 
 @needs_bwrap
 def test_the_graders_memory_and_file_limits_hold_and_cannot_be_raised(folder):
     """As in a grading worker (which sets them for its kernels), in a process of its own."""
-    proc = subprocess.run([sys.executable, "-c", LIMITED, str(folder),
-                           "import resource; print(resource.getrlimit(resource.RLIMIT_AS))",
-                           "x = bytearray(4 << 30)",
-                           "resource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
-                           "open('/tmp/f', 'wb').write(b'x' * (60 << 20))"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LIMITED,
+            str(folder),
+            "import resource; print(resource.getrlimit(resource.RLIMIT_AS))",
+            "x = bytearray(4 << 30)",
+            "resource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
+            "open('/tmp/f', 'wb').write(b'x' * (60 << 20))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     outs = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outs[0] == [f"({3 << 30}, {3 << 30})\n"]
@@ -443,9 +506,11 @@ def no_bwrap(monkeypatch, tmp_path):
         sandbox.sandbox_status.cache_clear()
 
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely "
-                    "because the kernel does not allow non-privileged user namespaces.' >&2\n"
-                    "exit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely "
+        "because the kernel does not allow non-privileged user namespaces.' >&2\n"
+        "exit 1\n"
+    )
     fake.chmod(0o755)
     yield use, fake
     monkeypatch.undo()
@@ -518,12 +583,20 @@ def test_a_kernel_gets_an_empty_folder_rather_than_the_course(tmp_path):
 def test_startup_files_from_the_course_are_dropped():
     binds = bwrap.environment_binds()
     inside = os.path.join(sys.prefix, "etc", "startup.py")
-    cmd = ["python", "-m", "ipykernel_launcher", "-f", "k.json",
-           "--HistoryManager.hist_file=:memory:",
-           f"--IPKernelApp.exec_files={[str(ROOT / 'autograder' / 'kernel_startup.py')]!r}",
-           f"--IPKernelApp.exec_files={[str(ROOT / 'x.py'), inside]!r}"]
+    cmd = [
+        "python",
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "k.json",
+        "--HistoryManager.hist_file=:memory:",
+        f"--IPKernelApp.exec_files={[str(ROOT / 'autograder' / 'kernel_startup.py')]!r}",
+        f"--IPKernelApp.exec_files={[str(ROOT / 'x.py'), inside]!r}",
+    ]
     assert bwrap.kernel_arguments(cmd, binds) == [
-        *cmd[:6], f"--IPKernelApp.exec_files={[inside]!r}"]
+        *cmd[:6],
+        f"--IPKernelApp.exec_files={[inside]!r}",
+    ]
 
 
 # -- end to end ------------------------------------------------------------------------------
@@ -533,10 +606,17 @@ LIMITS = ["--cell-timeout", "15", "--wall-limit", "120", "--memory", "2G"]
 
 
 def grade(course: Path, *args, env=None, codes=(0, 1)):
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-               **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=1200)
+    env = dict(
+        os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **(env or {})
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode in codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
 
@@ -555,8 +635,11 @@ def with_cell(nb, source: str):
 
 
 def snapshot(folder: Path, skip=()) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts)}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts)
+    }
 
 
 def attacks(course: Path, token: str) -> dict[str, str]:
@@ -672,8 +755,7 @@ def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
     book_before = gradebook_scores(root)
     course_before = snapshot(root, skip)
     tmp_before = set(os.listdir(tempfile.gettempdir()))
-    proc = grade(root, "grade", A, *LIMITS, "--require-sandbox",
-                 env={"SANDBOX_TEST_RUN": token})
+    proc = grade(root, "grade", A, *LIMITS, "--require-sandbox", env={"SANDBOX_TEST_RUN": token})
 
     recs = records(root)
     assert set(recs) == {p.name for p in (root / "submitted").iterdir()}
@@ -694,8 +776,9 @@ def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
     outputs = {}
     for student in recs:
         nb = nbformat.read(root / "autograded" / student / A / name, as_version=4)
-        outputs[student] = "\n".join(stdout(c) + "\n".join(errors(c)) for c in nb.cells
-                                      if c.cell_type == "code")
+        outputs[student] = "\n".join(
+            stdout(c) + "\n".join(errors(c)) for c in nb.cells if c.cell_type == "code"
+        )
     assert "FOUND False 0" in outputs["reads_course"]
     assert "FileNotFoundError" in outputs["reads_course"]
     assert "connected" not in outputs["network"]
@@ -707,8 +790,7 @@ def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
         assert "evil" not in outputs[f"zz_later{i}"]
     # Nothing of the run is left: its processes and their files in /tmp.
     assert processes_with(token) == []
-    assert not [p for p in psutil.process_iter()
-                if _environ(p).get("SANDBOX_TEST_RUN") == token]
+    assert not [p for p in psutil.process_iter() if _environ(p).get("SANDBOX_TEST_RUN") == token]
     new = set(os.listdir(tempfile.gettempdir())) - tmp_before
     assert not (leftovers() & new), new
 

@@ -37,7 +37,11 @@ def student_env() -> dict[str, str]:
 def self_check_cli(folder) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "autograder", "self-check", str(folder)],
-        cwd=ROOT, env=student_env(), capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=student_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -78,8 +82,9 @@ def solved_copy(tmp_path):
 # ---- fast ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lesson", sorted(p.name for p in SOURCE.iterdir()
-                                          if p.is_dir() and not p.name.startswith(".")))
+@pytest.mark.parametrize(
+    "lesson", sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and not p.name.startswith("."))
+)
 def test_every_lesson_ends_with_the_self_check_cell(lesson):
     for path in sorted((SOURCE / lesson).glob("*.ipynb")):
         code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
@@ -219,8 +224,9 @@ def test_quick_self_check_before_the_cells_ran_reads_the_saved_notebook(course, 
     monkeypatch.chdir(path.parent)
     lines = quick_check(kit, shell, monkeypatch)
     n = check_cells(course / second, "*.ipynb")
-    assert lines[0] == f"{second} (this notebook, as last saved: run its cells first): " \
-        f"{n} of {n} pass", lines
+    assert (
+        lines[0] == f"{second} (this notebook, as last saved: run its cells first): {n} of {n} pass"
+    ), lines
 
 
 def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch):
@@ -228,8 +234,11 @@ def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch
     path = next((course / second).glob("*.ipynb"))
     nb = nbformat.read(SOLUTIONS / second / path.name, as_version=4)
     checks = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    checks[0].outputs = [nbformat.v4.new_output(
-        "error", ename="CheckFailed", evalue="x.grad: expected 1, got 0.", traceback=[])]
+    checks[0].outputs = [
+        nbformat.v4.new_output(
+            "error", ename="CheckFailed", evalue="x.grad: expected 1, got 0.", traceback=[]
+        )
+    ]
     checks[1].outputs, checks[1].execution_count = [], None
     nbformat.write(nb, path)
     kit = load_coursekit()
@@ -252,9 +261,12 @@ def test_a_check_that_loops_forever_is_stopped(monkeypatch):
 def test_rows_keep_columns_aligned_and_short():
     kit = load_coursekit()
     long_message = "d(a * b + c)/da at a=1, b=2, c=3: expected 2, got 3. " * 3
-    results = [("q1", True, ""), ("topological_order", False, "not run yet"),
-               ("a_very_long_exercise_name_indeed", False, long_message),
-               ("zero_grad", False, long_message)]
+    results = [
+        ("q1", True, ""),
+        ("topological_order", False, "not run yet"),
+        ("a_very_long_exercise_name_indeed", False, long_message),
+        ("zero_grad", False, long_message),
+    ]
     lines = kit._rows(results)
     assert all(len(line) < 90 for line in lines), lines
     column = lines[1].index("not run yet")
@@ -297,8 +309,9 @@ def test_self_check_skips_in_a_kernel_run_by_nbclient(tmp_path):
     shutil.copy(SHARED, lesson / "coursekit.py")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SELF_CHECK_CELL)])
     nbformat.write(nb, lesson / "x.ipynb")
-    NotebookClient(nb, timeout=60, kernel_name="python3",
-                   resources={"metadata": {"path": str(lesson)}}).execute(env=student_env())
+    NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(lesson)}}
+    ).execute(env=student_env())
     (output,) = nb.cells[0].outputs
     assert output.output_type == "stream" and output.name == "stdout"
     assert output.text.startswith(SKIPPED)
@@ -314,8 +327,7 @@ def test_self_check_cell_in_an_interactive_kernel_is_quick_and_short(solved_copy
     first = lessons()[0]
     lesson = solved_copy / first
     (path,) = lesson.glob("*.ipynb")
-    env = dict(student_env(), IPYTHONDIR=str(tmp_path / "ipython"),
-               JPY_SESSION_NAME=str(path))
+    env = dict(student_env(), IPYTHONDIR=str(tmp_path / "ipython"), JPY_SESSION_NAME=str(path))
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(lesson), env=env)
     code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     assert code[-1].strip() == SELF_CHECK_CELL
@@ -342,14 +354,16 @@ def test_self_check_cell_in_an_interactive_kernel_is_quick_and_short(solved_copy
     lines = streams["stdout"].splitlines()
     n = check_cells(lesson, "*.ipynb")
     assert lines[0] == f"{first} (this notebook, run again now): {n} of {n} pass", lines
-    assert len(rows(streams["stdout"])) == n and all(r.startswith("✓") for r in rows(
-        streams["stdout"]))
+    assert len(rows(streams["stdout"])) == n and all(
+        r.startswith("✓") for r in rows(streams["stdout"])
+    )
     others = [line.split()[0] for line in lines[n + 2 : n + 1 + len(lessons())]]
     assert others == lessons()[1:], lines  # one line per other lesson
-    assert lines[n + 1 + len(lessons()):] == [
+    assert lines[n + 1 + len(lessons()) :] == [
         f"Course: {check_cells(solved_copy)} of {check_cells(solved_copy)} exercises pass "
         "their visible checks.",
-        "Well done! The hidden tests will try more cases when your work is graded."]
+        "Well done! The hidden tests will try more cases when your work is graded.",
+    ]
     assert all(len(line) < 90 for line in lines)
 
 

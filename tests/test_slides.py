@@ -17,8 +17,14 @@ from autograder.content import slides
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 LESSONS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 
@@ -44,8 +50,9 @@ def test_the_template_leaves_out_every_cdn(tmp_path):
 
 def remote_references(page: str) -> list[str]:
     """http(s) URLs the page would load: script/link/img/iframe sources, CSS imports."""
-    refs = re.findall(r"""<(?:script|link|img|iframe|source)\b[^>]*?\b(?:src|href)=["']([^"']+)""",
-                      page)
+    refs = re.findall(
+        r"""<(?:script|link|img|iframe|source)\b[^>]*?\b(?:src|href)=["']([^"']+)""", page
+    )
     refs += re.findall(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""", page)
     refs += re.findall(r"""\bimport\s+\w+\s+from\s+["']([^"']+)""", page)  # JS modules
     refs += re.findall(r'"(https?://[^"]+\.js)"', page)  # require([...]) lists
@@ -65,8 +72,9 @@ def built(tmp_path_factory):
 @pytest.mark.slow
 def test_slides_build_for_every_lesson_and_load_only_local_files(built):
     out, written = built
-    assert {p.name for p in written} >= {f"{a}.slides.html" for a in LESSONS if
-                                          len(list((SOLUTIONS / a).glob("*.ipynb"))) == 1}
+    assert {p.name for p in written} >= {
+        f"{a}.slides.html" for a in LESSONS if len(list((SOLUTIONS / a).glob("*.ipynb"))) == 1
+    }
     index = (out / "index.html").read_text()
     for path in written:
         page = path.read_text(encoding="utf-8")
@@ -77,13 +85,20 @@ def test_slides_build_for_every_lesson_and_load_only_local_files(built):
         for ref in re.findall(r"""(?:src|href)=["'](vendor/[^"'?#]+)""", page):
             assert (out / unquote(ref)).is_file(), f"{path.name} needs missing {ref}"
     vendor = out / "vendor"
-    for needed in ("reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js",
-                   "reveal.js/dist/theme/white.css", "require.js", "jquery.min.js",
-                   "mathjax/MathJax.js", "mathjax/config/TeX-AMS_CHTML-full.js",
-                   "mathjax/jax/output/CommonHTML/jax.js"):
+    for needed in (
+        "reveal.js/dist/reveal.js",
+        "reveal.js/plugin/notes/notes.js",
+        "reveal.js/dist/theme/white.css",
+        "require.js",
+        "jquery.min.js",
+        "mathjax/MathJax.js",
+        "mathjax/config/TeX-AMS_CHTML-full.js",
+        "mathjax/jax/output/CommonHTML/jax.js",
+    ):
         assert (vendor / needed).is_file(), needed
-    css_imports = re.findall(r"@import url\(([^)]+)\)", (vendor / "reveal.js/dist/theme/white.css")
-                             .read_text())
+    css_imports = re.findall(
+        r"@import url\(([^)]+)\)", (vendor / "reveal.js/dist/theme/white.css").read_text()
+    )
     assert all(not u.startswith(("http", "//")) for u in css_imports), css_imports
 
 
@@ -110,8 +125,11 @@ def test_a_slide_renders_offline_in_chromium(built, tmp_path):
 
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 800},
+            str(tmp_path / "profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800},
         )
         try:
             context.route("**/*", only_local)

@@ -31,8 +31,9 @@ from autograder.kernel.limits import Limits
 
 MiB = 1024**2
 CPU = cgroups.cpu_status()
-needs_cgroups = pytest.mark.skipif(CPU.level == cgroups.NONE,
-                                   reason=f"no CPU confinement here: {CPU.reason}")
+needs_cgroups = pytest.mark.skipif(
+    CPU.level == cgroups.NONE, reason=f"no CPU confinement here: {CPU.reason}"
+)
 
 RUNNER = """
 import json, sys, time
@@ -65,16 +66,33 @@ print(json.dumps({
 """
 
 
-def start_cells(folder: Path, *sources: str, sandboxed: str = "auto", timeout: int = 60,
-                limits: dict | None = None, log: Path | None = None) -> subprocess.Popen:
+def start_cells(
+    folder: Path,
+    *sources: str,
+    sandboxed: str = "auto",
+    timeout: int = 60,
+    limits: dict | None = None,
+    log: Path | None = None,
+) -> subprocess.Popen:
     """GuardedExecute on ``sources`` in a process of its own, like a grading worker."""
-    spec = {"cells": [textwrap.dedent(s) for s in sources], "sandbox": sandboxed,
-            "timeout": timeout, "limits": limits or {}, "folder": str(folder),
-            "log": str(log or "")}
+    spec = {
+        "cells": [textwrap.dedent(s) for s in sources],
+        "sandbox": sandboxed,
+        "timeout": timeout,
+        "limits": limits or {},
+        "folder": str(folder),
+        "log": str(log or ""),
+    }
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # as in grading:
     env["PYTHONPATH"] = str(ROOT)  # ipykernel does not capture fd 1 and 2 under pytest
-    return subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(spec)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", RUNNER, json.dumps(spec)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def finish(proc: subprocess.Popen, seconds: float = 300) -> dict:
@@ -109,8 +127,7 @@ def our_groups(pid: int) -> list[Path]:
 
 
 def msg(kind: str, **content) -> dict:
-    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {},
-            "content": content}
+    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {}, "content": content}
 
 
 def test_every_kind_of_output_counts_against_one_cap_per_cell():
@@ -118,16 +135,48 @@ def test_every_kind_of_output_counts_against_one_cap_per_cell():
     cap = 1000
     assert output_cap.cap(msg("stream", name="stdout", text="x" * 600), 0, cap, kept, dropped)
     # Display data and its metadata count, and so do results and widget state.
-    assert output_cap.cap(msg("display_data", data={"text/plain": "y"},
-                              metadata={"m": "z" * 600}), 0, cap, kept, dropped) is None
-    assert output_cap.cap(msg("execute_result", data={"text/plain": "r" * 500},
-                              metadata={}, execution_count=1), 0, cap, kept, dropped) is None
-    assert output_cap.cap(msg("comm_msg", comm_id="c", data={"state": "s" * 500}), 0, cap,
-                          kept, dropped) is None
+    assert (
+        output_cap.cap(
+            msg("display_data", data={"text/plain": "y"}, metadata={"m": "z" * 600}),
+            0,
+            cap,
+            kept,
+            dropped,
+        )
+        is None
+    )
+    assert (
+        output_cap.cap(
+            msg("execute_result", data={"text/plain": "r" * 500}, metadata={}, execution_count=1),
+            0,
+            cap,
+            kept,
+            dropped,
+        )
+        is None
+    )
+    assert (
+        output_cap.cap(
+            msg("comm_msg", comm_id="c", data={"state": "s" * 500}), 0, cap, kept, dropped
+        )
+        is None
+    )
     # An update rewrites every output that shares its display id: each counts.
-    assert output_cap.cap(msg("update_display_data", data={"text/plain": "u" * 100},
-                              metadata={}, transient={"display_id": "d"}), 5, cap, kept,
-                          dropped) is None
+    assert (
+        output_cap.cap(
+            msg(
+                "update_display_data",
+                data={"text/plain": "u" * 100},
+                metadata={},
+                transient={"display_id": "d"},
+            ),
+            5,
+            cap,
+            kept,
+            dropped,
+        )
+        is None
+    )
     assert sum(kept.values()) <= cap and dropped["display"] >= 600 + 500 + 500 + 500
     # What ends a cell always passes.
     assert output_cap.cap(msg("status", execution_state="idle"), 0, cap, kept, dropped)
@@ -135,23 +184,36 @@ def test_every_kind_of_output_counts_against_one_cap_per_cell():
 
 def test_a_huge_error_is_shortened_once_and_later_ones_dropped():
     kept, dropped = Counter(stdout=1000), Counter()
-    huge = msg("error", ename="E" * 10_000, evalue="v" * (5 * MiB),
-               traceback=["t" * MiB] * 50)
+    huge = msg("error", ename="E" * 10_000, evalue="v" * (5 * MiB), traceback=["t" * MiB] * 50)
     out = output_cap.cap(huge, 0, 1000, kept, dropped)
     size = len(json.dumps(out["content"]))
     assert size < output_cap.ERROR_ROOM + 500, size
     assert out["content"]["ename"] == "E" * 100
     assert dropped["error"] > 50 * MiB
-    assert output_cap.cap(msg("error", ename="E", evalue="v" * 5000, traceback=[]), 0, 1000,
-                          kept, dropped) is None
+    assert (
+        output_cap.cap(
+            msg("error", ename="E", evalue="v" * 5000, traceback=[]), 0, 1000, kept, dropped
+        )
+        is None
+    )
 
 
 def test_malformed_messages_are_mended_or_dropped_and_deep_ones_measured_quickly():
     kept, dropped = Counter(), Counter()
     assert output_cap.cap({"msg_type": "stream", "content": ["x"]}, 0, 10, kept, dropped) is None
-    mended = output_cap.cap(msg("execute_result", data={}, metadata={}, execution_count="9" * 99,
-                                transient={"display_id": ["not", "a", "string"]}), 0, 1000,
-                            kept, dropped)
+    mended = output_cap.cap(
+        msg(
+            "execute_result",
+            data={},
+            metadata={},
+            execution_count="9" * 99,
+            transient={"display_id": ["not", "a", "string"]},
+        ),
+        0,
+        1000,
+        kept,
+        dropped,
+    )
     assert mended["content"]["execution_count"] is None and "transient" not in mended["content"]
     deep: list = []
     for _ in range(100_000):
@@ -163,17 +225,23 @@ def test_malformed_messages_are_mended_or_dropped_and_deep_ones_measured_quickly
 
 
 def test_a_long_traceback_an_update_storm_and_huge_metadata_are_capped(tmp_path):
-    run = grade_cells(tmp_path, "raise ValueError('v' * (5 << 20))", """
+    run = grade_cells(
+        tmp_path,
+        "raise ValueError('v' * (5 << 20))",
+        """
         from IPython.display import display
         handle = display({'text/plain': 'a'}, raw=True, display_id='d')
         for _ in range(300):
             display({'text/plain': 'a'}, raw=True, display_id='d')
         for _ in range(50):
             handle.update({'text/plain': 'u' * 100_000}, raw=True)
-        """, """
+        """,
+        """
         from IPython.display import display
         display({'text/plain': 'm'}, metadata={'x': 'y' * (20 << 20)}, raw=True)
-        """, "print('after')")
+        """,
+        "print('after')",
+    )
     limit = Limits().output
     assert all(size < limit + 10_000 for size in run["sizes"]), run["sizes"]
     error = run["outputs"][0][0]
@@ -185,14 +253,18 @@ def test_a_long_traceback_an_update_storm_and_huge_metadata_are_capped(tmp_path)
 def test_messages_nbclient_would_fail_on_are_mended(tmp_path):
     """A display id that is a list stopped the whole notebook's grading (nbclient raised
     out of GuardedExecute); an execution count that is a mapping went into the notebook."""
-    run = grade_cells(tmp_path, """
+    run = grade_cells(
+        tmp_path,
+        """
         k = get_ipython().kernel
         k.session.send(k.iopub_socket, 'display_data', parent=k.get_parent(),
                        content={'data': {}, 'metadata': {}, 'transient': ['d']})
         k.session.send(k.iopub_socket, 'execute_result', parent=k.get_parent(),
                        content={'data': {}, 'metadata': {}, 'execution_count': {'x': 1}})
         print('fine')
-        """, "print('after')")
+        """,
+        "print('after')",
+    )
     assert "fine" in texts(run["outputs"][0])
     assert run["outputs"][1] == [{"type": "stream", "name": "stdout", "text": "after\n"}]
 
@@ -201,10 +273,15 @@ def test_messages_nbclient_would_fail_on_are_mended(tmp_path):
 
 
 def test_a_200_mb_message_is_never_read_and_stops_the_kernel(tmp_path):
-    run = grade_cells(tmp_path, "print('before')", """
+    run = grade_cells(
+        tmp_path,
+        "print('before')",
+        """
         from IPython.display import display
         display({'text/plain': 'x' * (200 << 20)}, raw=True)
-        """, "print('never')")
+        """,
+        "print('never')",
+    )
     assert "message over the 32 MiB limit" in stopped(run["outputs"][1]), run["outputs"]
     assert run["events"] == ["died"]
     assert run["outputs"][2][0]["name"] == "NotRun"
@@ -219,12 +296,16 @@ def test_a_50_mb_traceback_stops_the_kernel_and_the_worker_stays_small(tmp_path)
 
 
 def test_many_messages_past_the_cell_limit_stop_the_kernel(tmp_path):
-    run = grade_cells(tmp_path, """
+    run = grade_cells(
+        tmp_path,
+        """
         import sys
         for _ in range(100):
             sys.stdout.write('x' * (10 << 20))
             sys.stdout.flush()
-        """, limits={"sent": 64 * MiB})
+        """,
+        limits={"sent": 64 * MiB},
+    )
     assert "over 64 MiB while one cell ran" in stopped(run["outputs"][0]), run["outputs"]
     assert run["sizes"][0] < Limits().output + 10_000
 
@@ -235,7 +316,9 @@ def test_the_kernels_own_output_file_is_capped_and_new_for_every_kernel(tmp_path
     run of the same submission (unsandboxed here, so that it can look) finds nothing."""
     log = tmp_path / "kernel.log"
     secret = uuid.uuid4().hex
-    first = grade_cells(tmp_path, f"""
+    first = grade_cells(
+        tmp_path,
+        f"""
         import os, sys
         os.write(2, b'{secret}')
         fd = sys.stderr._original_stdstream_copy
@@ -243,18 +326,27 @@ def test_the_kernels_own_output_file_is_capped_and_new_for_every_kernel(tmp_path
         for _ in range(16):  # a gigabyte, straight to the file
             os.write(fd, block)
         print(os.path.getsize({str(log)!r}))
-        """, sandboxed="off", log=log)
+        """,
+        sandboxed="off",
+        log=log,
+    )
     size = int(first["outputs"][0][-1]["text"].split()[-1])
     assert 0 < size <= Limits().log + 100, size
     assert not log.exists()
-    second = grade_cells(tmp_path, f"""
+    second = grade_cells(
+        tmp_path,
+        f"""
         import os
         print(os.path.exists({str(log)!r}) and {secret!r} in open({str(log)!r}).read())
-        """, sandboxed="off", log=log)
+        """,
+        sandboxed="off",
+        log=log,
+    )
     assert texts(second["outputs"][0]).strip().endswith("False")
     log.write_text(secret)  # left over from elsewhere: a new kernel starts a new file
-    third = grade_cells(tmp_path, f"print({secret!r} in open({str(log)!r}).read())",
-                        sandboxed="off", log=log)
+    third = grade_cells(
+        tmp_path, f"print({secret!r} in open({str(log)!r}).read())", sandboxed="off", log=log
+    )
     assert texts(third["outputs"][0]).strip().endswith("False")
 
 
@@ -294,8 +386,12 @@ def kill_spinners(token: str) -> None:
 def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_it(tmp_path):
     token = uuid.uuid4().hex
     for sandboxed in ("auto", "off"):
-        proc = start_cells(tmp_path, SPINNERS.format(n=2, seconds=20, token=token),
-                           "import time; time.sleep(3)", sandboxed=sandboxed)
+        proc = start_cells(
+            tmp_path,
+            SPINNERS.format(n=2, seconds=20, token=token),
+            "import time; time.sleep(3)",
+            sandboxed=sandboxed,
+        )
         try:
             found = spinners(token, wait_for=3)
             assert len(found) == 3
@@ -318,8 +414,11 @@ def test_a_kernels_group_has_its_cpu_share_and_counts_its_cpu():
     try:
         group = km._group
         cpu = group.folders[0]
-        quota = ((cpu / "cpu.max").read_text().split()[0] if CPU.level == cgroups.V2
-                 else (cpu / "cpu.cfs_quota_us").read_text().strip())
+        quota = (
+            (cpu / "cpu.max").read_text().split()[0]
+            if CPU.level == cgroups.V2
+            else (cpu / "cpu.cfs_quota_us").read_text().strip()
+        )
         assert int(quota) == cgroups.PERIOD // 2
         assert group.cpu_seconds() == 0
     finally:
@@ -367,8 +466,9 @@ def test_a_cpu_hog_gets_one_core_while_an_honest_kernel_is_graded_alongside(tmp_
     meanwhile, which finishes before them. (How much the hog slows the honest kernel is
     a speed, measured in benchmarks/cpu_fairness.py.)"""
     token = uuid.uuid4().hex
-    hog = start_cells(tmp_path, SPINNERS.format(n=6, seconds=60, token=token),
-                      "while True: pass", timeout=50)
+    hog = start_cells(
+        tmp_path, SPINNERS.format(n=6, seconds=60, token=token), "while True: pass", timeout=50
+    )
     try:
         spinning = spinners(token, wait_for=7)
         assert len(spinning) == 7
@@ -389,9 +489,13 @@ def test_a_cpu_hog_gets_one_core_while_an_honest_kernel_is_graded_alongside(tmp_
 def test_a_kernels_cpu_time_counts_all_its_processes(tmp_path):
     token = uuid.uuid4().hex
     try:
-        run = grade_cells(tmp_path, SPINNERS.format(n=3, seconds=30, token=token)
-                          + "time.sleep(30)", "print('never')", limits={"cpu_time": 3},
-                          timeout=40)
+        run = grade_cells(
+            tmp_path,
+            SPINNERS.format(n=3, seconds=30, token=token) + "time.sleep(30)",
+            "print('never')",
+            limits={"cpu_time": 3},
+            timeout=40,
+        )
     finally:
         kill_spinners(token)
     assert "used its 3 s of CPU time" in stopped(run["outputs"][0]), run["outputs"]
@@ -400,8 +504,9 @@ def test_a_kernels_cpu_time_counts_all_its_processes(tmp_path):
 
 def test_without_cgroups_each_process_has_its_own_cpu_time(tmp_path, monkeypatch):
     monkeypatch.setenv(cgroups.CPU_ENV, "none")
-    run = grade_cells(tmp_path, "while True: pass", "print('never')",
-                      limits={"cpu_time": 3}, timeout=40)
+    run = grade_cells(
+        tmp_path, "while True: pass", "print('never')", limits={"cpu_time": 3}, timeout=40
+    )
     assert run["events"] == ["died"], run["outputs"]
     assert run["seconds"] < 20
 
@@ -412,8 +517,9 @@ def test_grade_says_in_one_line_when_cpu_is_not_confined_and_require_refuses(mon
     try:
         out = io.StringIO()
         mode = sandbox.check_for_grading("auto", out)
-        assert mode == ("require" if sandbox.sandbox_status().level == sandbox.BUBBLEWRAP
-                        else "off")
+        assert mode == (
+            "require" if sandbox.sandbox_status().level == sandbox.BUBBLEWRAP else "off"
+        )
         lines = out.getvalue().splitlines()
         assert len(lines) == 1 and "cpu: not confined" in lines[0], lines
         with pytest.raises(sandbox.SandboxUnavailable, match="--require-sandbox"):
@@ -468,23 +574,30 @@ TOKEN = uuid.uuid4().hex
 ATTACKS = {
     "hog": SPINNERS.format(n=8, seconds=90, token=TOKEN) + "\nwhile True: pass",
     "big_message": "from IPython.display import display\n"
-                   "display({'text/plain': 'x' * (200 << 20)}, raw=True)",
+    "display({'text/plain': 'x' * (200 << 20)}, raw=True)",
     "long_traceback": "raise ValueError('v' * (50 << 20))",
     "log_flood": "import os, sys\nfd = sys.stderr._original_stdstream_copy\n"
-                 "for _ in range(16):\n    os.write(fd, b'x' * (64 << 20))",
+    "for _ in range(16):\n    os.write(fd, b'x' * (64 << 20))",
     "update_storm": "from IPython.display import display\n"
-                    "h = display({'text/plain': 'a'}, raw=True, display_id='d')\n"
-                    "for _ in range(200):\n    display({'text/plain': 'a'}, raw=True, "
-                    "display_id='d')\nfor _ in range(30):\n    h.update({'text/plain': "
-                    "'u' * 100_000}, raw=True)",
+    "h = display({'text/plain': 'a'}, raw=True, display_id='d')\n"
+    "for _ in range(200):\n    display({'text/plain': 'a'}, raw=True, "
+    "display_id='d')\nfor _ in range(30):\n    h.update({'text/plain': "
+    "'u' * 100_000}, raw=True)",
 }
 
 
 def grade(course: Path, *args, env=None):
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-               **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", A, *args], cwd=course,
-                          env=env, capture_output=True, text=True, timeout=1200)
+    env = dict(
+        os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **(env or {})
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", A, *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
 
@@ -519,8 +632,12 @@ def test_attackers_graded_alongside_an_honest_student_do_not_harm_it(tmp_path):
         size = max(len(json.dumps(c.get("outputs", []))) for c in nb.cells)
         assert size < Limits().output + 20_000, (student, size)
     assert not spinners(TOKEN)
-    assert not [p for base in CPU.bases for p in Path(base).glob("autograder-kernel-*")
-                if not psutil.pid_exists(int(p.name.split("-")[2]))]
+    assert not [
+        p
+        for base in CPU.bases
+        for p in Path(base).glob("autograder-kernel-*")
+        if not psutil.pid_exists(int(p.name.split("-")[2]))
+    ]
 
 
 @pytest.mark.slow
@@ -529,17 +646,29 @@ def test_grade_says_when_cpu_is_not_confined_and_refuses_to_grade_if_required(tm
     course = ScratchCourse(tmp_path / "course", [A])
     folder = course.path / "submitted" / "ann" / A
     folder.mkdir(parents=True)
-    nbformat.write(nbformat.read(notebook_path(SOLUTIONS, A), as_version=4),
-                   folder / notebook_path(SOLUTIONS, A).name)
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-               **{cgroups.CPU_ENV: "none"})
+    nbformat.write(
+        nbformat.read(notebook_path(SOLUTIONS, A), as_version=4),
+        folder / notebook_path(SOLUTIONS, A).name,
+    )
+    env = dict(
+        os.environ,
+        PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
+        **{cgroups.CPU_ENV: "none"},
+    )
     command = [sys.executable, "-m", "autograder", "grade", A, "--cell-timeout", "30"]
-    refused = subprocess.run([*command, "--require-sandbox"], cwd=course.path, env=env,
-                             capture_output=True, text=True, timeout=600)
+    refused = subprocess.run(
+        [*command, "--require-sandbox"],
+        cwd=course.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert refused.returncode == 2 and "CPU cannot be confined" in refused.stderr
     assert not records(course.path)
-    graded = subprocess.run(command, cwd=course.path, env=env, capture_output=True,
-                            text=True, timeout=600)
+    graded = subprocess.run(
+        command, cwd=course.path, env=env, capture_output=True, text=True, timeout=600
+    )
     said = [line for line in graded.stdout.splitlines() if "not confined" in line]
     assert len(said) == 1, graded.stdout[-3000:]
     rec = records(course.path)["ann"]

@@ -64,18 +64,39 @@ ARGS = {"value": "Value", "programs": [{"leaves": [1.0, 2.0], "steps": [["+", [0
 GOOD = [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0]}]
 
 
-@pytest.mark.parametrize("name, make", [
-    ("unsigned", lambda r: ([{"result": GOOD}], None)),
-    ("signed with another key", lambda r: ([{
-        "answer": json.dumps({"result": GOOD}),
-        "tag": answers.sign(b"k" * 32, r["nonce"], json.dumps({"result": GOOD}))}], None)),
-    ("replayed for another nonce", lambda r: ([reply_for({"nonce": "old"}, GOOD)], None)),
-    ("two answers", lambda r: ([reply_for(r, GOOD), reply_for(r, GOOD)], None)),
-    ("signed text changed", lambda r: ([{**reply_for(r, GOOD),
-                                         "answer": json.dumps({"result": GOOD * 1})
-                                         .replace("3.0", "3.00")}], None)),
-    ("a bare list", lambda r: ([[1, 2]], None)),
-])
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("unsigned", lambda r: ([{"result": GOOD}], None)),
+        (
+            "signed with another key",
+            lambda r: (
+                [
+                    {
+                        "answer": json.dumps({"result": GOOD}),
+                        "tag": answers.sign(b"k" * 32, r["nonce"], json.dumps({"result": GOOD})),
+                    }
+                ],
+                None,
+            ),
+        ),
+        ("replayed for another nonce", lambda r: ([reply_for({"nonce": "old"}, GOOD)], None)),
+        ("two answers", lambda r: ([reply_for(r, GOOD), reply_for(r, GOOD)], None)),
+        (
+            "signed text changed",
+            lambda r: (
+                [
+                    {
+                        **reply_for(r, GOOD),
+                        "answer": json.dumps({"result": GOOD * 1}).replace("3.0", "3.00"),
+                    }
+                ],
+                None,
+            ),
+        ),
+        ("a bare list", lambda r: ([[1, 2]], None)),
+    ],
+)
 def test_an_answer_the_probe_did_not_sign_scores_nothing_and_is_flagged(name, make):
     kernel = kernel_answering(make)
     with pytest.raises(verdicts.GradingFailure, match="did not come from the grading code"):
@@ -108,8 +129,9 @@ INCOMPLETE = {
     "an object that is no repr": [{"data": [1.0, 2.0, {"value": 3}], "grads": [1.0, 1.0]}],
     "not a list": {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0]},
     "a failure without its error": [{"failed": "build", "step": 0}],
-    "a failure at no stage": [{"failed": "elsewhere", "step": None, "error": "",
-                               "type": "", "message": ""}],
+    "a failure at no stage": [
+        {"failed": "elsewhere", "step": None, "error": "", "type": "", "message": ""}
+    ],
 }
 
 
@@ -121,25 +143,66 @@ def test_a_signed_incomplete_answer_is_wrong_never_agreement(name):
     assert kernel.flags
 
 
-@pytest.mark.parametrize("op, args, result", [
-    ("order", {"programs": ARGS["programs"]},
-     [{"nodes": [[2, 3.0, []]], "program": [0], "order": [0], "strangers": []}]),
-    ("zero_grad", {"programs": ARGS["programs"]},
-     [{"nodes": [{"data": 3.0, "after": 3.0, "grad": 0.0, "leaf": True, "root": True,
-                  "index": 2}]}]),
-    ("hand", {"graphs": [{"L": 1.0, "n": 2.0}]}, [{"L": 1.0}]),
-    ("calls", {"calls": [{"args": [1, 2]}]}, [{"result": 3.0, "args": [None]}]),
-    ("neuron", {"cases": [{"xs": [1.0], "ws": [2.0], "b": 0.0}]},
-     [{"data": 0.9, "grads": {"xs": [], "ws": [0.1], "b": 0.1}}]),
-    ("values", {"names": ["q1", "q2"]}, {"q1": 1.0}),
-    ("loss", {"cases": [{"preds": [1.0, 2.0], "targets": [1, 0]}]},
-     [{"data": 0.5, "is_value": True, "grads": [0.1], "param_grads": []}]),
-    ("train", {"runs": [{"model": "features"}]},
-     [{"returned": None, "params": [], "sizes": [], "mismatched": 0, "used": 0,
-       "printed": []}]),
-    ("module", {"weights": [0.1, 0.2], "runs": [{"x": [1.0]}]},
-     {"count": 2, "again": 2, "not_values": [], "unique": True, "runs": []}),
-])
+@pytest.mark.parametrize(
+    "op, args, result",
+    [
+        (
+            "order",
+            {"programs": ARGS["programs"]},
+            [{"nodes": [[2, 3.0, []]], "program": [0], "order": [0], "strangers": []}],
+        ),
+        (
+            "zero_grad",
+            {"programs": ARGS["programs"]},
+            [
+                {
+                    "nodes": [
+                        {
+                            "data": 3.0,
+                            "after": 3.0,
+                            "grad": 0.0,
+                            "leaf": True,
+                            "root": True,
+                            "index": 2,
+                        }
+                    ]
+                }
+            ],
+        ),
+        ("hand", {"graphs": [{"L": 1.0, "n": 2.0}]}, [{"L": 1.0}]),
+        ("calls", {"calls": [{"args": [1, 2]}]}, [{"result": 3.0, "args": [None]}]),
+        (
+            "neuron",
+            {"cases": [{"xs": [1.0], "ws": [2.0], "b": 0.0}]},
+            [{"data": 0.9, "grads": {"xs": [], "ws": [0.1], "b": 0.1}}],
+        ),
+        ("values", {"names": ["q1", "q2"]}, {"q1": 1.0}),
+        (
+            "loss",
+            {"cases": [{"preds": [1.0, 2.0], "targets": [1, 0]}]},
+            [{"data": 0.5, "is_value": True, "grads": [0.1], "param_grads": []}],
+        ),
+        (
+            "train",
+            {"runs": [{"model": "features"}]},
+            [
+                {
+                    "returned": None,
+                    "params": [],
+                    "sizes": [],
+                    "mismatched": 0,
+                    "used": 0,
+                    "printed": [],
+                }
+            ],
+        ),
+        (
+            "module",
+            {"weights": [0.1, 0.2], "runs": [{"x": [1.0]}]},
+            {"count": 2, "again": 2, "not_values": [], "unique": True, "runs": []},
+        ),
+    ],
+)
 def test_every_operation_has_a_shape_and_missing_parts_break_it(op, args, result):
     assert answers.problem(op, args, result) is not None
 
@@ -151,8 +214,9 @@ def honest_namespace():
 def test_every_honest_answer_has_its_operations_shape():
     """The probe's own answers on the course's solution pass the shape checks (the lessons'
     tests run every hidden test this way)."""
-    verdict = verdicts.verdict(A, "value_test_arithmetic", verdicts.Kernel(
-        verdicts.local_ask(honest_namespace()), 7))
+    verdict = verdicts.verdict(
+        A, "value_test_arithmetic", verdicts.Kernel(verdicts.local_ask(honest_namespace()), 7)
+    )
     assert verdict.passed and not verdict.flag, verdict
 
 
@@ -161,8 +225,9 @@ def test_every_honest_answer_has_its_operations_shape():
 
 def test_a_test_that_would_send_the_course_code_of_a_pending_exercise_waits():
     sent = []
-    kernel = verdicts.Kernel(lambda r: sent.append(r) or {"result": []}, 1,
-                             pending=lambda: {"Value.__add__"})
+    kernel = verdicts.Kernel(
+        lambda r: sent.append(r) or {"result": []}, 1, pending=lambda: {"Value.__add__"}
+    )
     with pytest.raises(verdicts.Deferred):
         verdicts.verdict(A, "value_test_arithmetic", kernel)
     assert sent == []  # nothing went to the kernel
@@ -176,8 +241,12 @@ def test_every_given_is_graded_by_a_test_of_its_assignment():
         module = importlib.import_module(f"autograder.verdicts.hidden.{name}")
         given = {g.target for g in _givens(module)}
         if name == "02_backward":
-            given |= {g.target for g in _givens(importlib.import_module(
-                "autograder.verdicts.hidden.backward_givens"))}
+            given |= {
+                g.target
+                for g in _givens(
+                    importlib.import_module("autograder.verdicts.hidden.backward_givens")
+                )
+            }
         claimed = {t for targets in module.EXERCISES.values() for t in targets}
         assert given <= claimed, (name, given - claimed)
         assert set(module.EXERCISES) <= set(module.TESTS)
@@ -189,7 +258,7 @@ def _givens(module):
         yield from (v for v in items if isinstance(v, verdicts.Given))
 
 
-CAPTURE = r'''
+CAPTURE = r"""
 def _capture(lines):
     import json, re
     text = "".join(lines)
@@ -203,7 +272,7 @@ def _capture(lines):
                 setattr(Value, given["name"], scope[given["name"]])
     return lines
 get_ipython().input_transformers_cleanup.append(_capture)
-'''
+"""
 
 
 def run_kernel(nb, assignment: str, path=None) -> dict:
@@ -211,12 +280,23 @@ def run_kernel(nb, assignment: str, path=None) -> dict:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     path = path or notebook_path(SOLUTIONS, assignment)
-    ex = GuardedExecute(config=Limits(sandbox="off").as_config(), shutdown_kernel="immediate",
-                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
-    ex.preprocess(nb, {"nbgrader": {"notebook": path.stem, "assignment": assignment},
-                       "metadata": {"path": str(path.parent)}})
-    return {grade_id(c): (c.metadata.get("autograder") or {}).get("verdict")
-            for c in nb.cells if is_test_cell(c)}
+    ex = GuardedExecute(
+        config=Limits(sandbox="off").as_config(),
+        shutdown_kernel="immediate",
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    )
+    ex.preprocess(
+        nb,
+        {
+            "nbgrader": {"notebook": path.stem, "assignment": assignment},
+            "metadata": {"path": str(path.parent)},
+        },
+    )
+    return {
+        grade_id(c): (c.metadata.get("autograder") or {}).get("verdict")
+        for c in nb.cells
+        if is_test_cell(c)
+    }
 
 
 def reversed_tests(nb) -> nbformat.NotebookNode:
@@ -251,10 +331,13 @@ def swapped_tests(nb, first: str, second: str) -> nbformat.NotebookNode:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment, first, second", [
-    (A, "value_test_add_mul", "value_test_arithmetic"),
-    (B, "backward_test_topological_order", "backward_test_backward"),
-])
+@pytest.mark.parametrize(
+    "assignment, first, second",
+    [
+        (A, "value_test_add_mul", "value_test_arithmetic"),
+        (B, "backward_test_topological_order", "backward_test_backward"),
+    ],
+)
 def test_reordered_tests_of_an_honest_notebook_keep_full_marks(assignment, first, second):
     """A test moved above the cells it checks, and above the test of what it is given,
     waits for that test, and is then decided on the notebook as it is by then."""
@@ -265,17 +348,17 @@ def test_reordered_tests_of_an_honest_notebook_keep_full_marks(assignment, first
 # ---- 1 (kernel). bound at load, signed in the copy -------------------------------------
 
 PATCHES = {
-    "operator and math replaced": '''
+    "operator and math replaced": """
 import math, operator, numbers
 operator.add = operator.mul = operator.sub = operator.truediv = lambda a, b: 0.0
 math.sin = math.cos = math.exp = lambda x: 0.0
-''',
-    "modules the probe uses replaced": '''
+""",
+    "modules the probe uses replaced": """
 import os, select, time
 os.fork = lambda: 0
 select.select = lambda *a: ([], [], [])
 time.monotonic = lambda: 0.0
-''',
+""",
 }
 
 
@@ -283,11 +366,15 @@ time.monotonic = lambda: 0.0
 @pytest.mark.parametrize("name", PATCHES)
 def test_later_patches_do_not_reach_the_loaded_probe(name):
     nb = read(SOLUTIONS, A)
-    last = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-               and not is_test_cell(c) and "NotImplementedError" not in c.source)
+    last = max(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and not is_test_cell(c) and "NotImplementedError" not in c.source
+    )
     first_test = next(i for i, c in enumerate(nb.cells) if is_test_cell(c))
-    nb.cells.insert(max(first_test, min(last, first_test)),
-                    nbformat.v4.new_code_cell(PATCHES[name]))
+    nb.cells.insert(
+        max(first_test, min(last, first_test)), nbformat.v4.new_code_cell(PATCHES[name])
+    )
     got = run_kernel(nb, A)
     assert got and all(v and v["passed"] for v in got.values()), got
 
@@ -295,14 +382,19 @@ def test_later_patches_do_not_reach_the_loaded_probe(name):
 # Each forger, and whether its answer reaches the grader (and so must be flagged) or is
 # stopped in the kernel by the probe's bindings (then it simply earns nothing).
 FORGERS = {
-    "serve replaced": (True, '''
+    "serve replaced": (
+        True,
+        """
 import sys, json
 def serve(request_json):
     request = json.loads(request_json)
     get_ipython().display_pub.publish(data={"@MIME@": {"result": []}}, metadata={})
 sys.modules["autograder_probe"].serve = serve
-'''),
-    "publisher rewrites the answer": (False, '''
+""",
+    ),
+    "publisher rewrites the answer": (
+        False,
+        """
 shell = get_ipython()
 cls = type(shell.display_pub)
 real = cls.publish
@@ -312,13 +404,19 @@ def publish(self, data, metadata=None, **kw):
     return real(self, data=data, metadata=metadata or {}, **kw)
 cls.publish = publish
 shell.display_pub.publish = lambda *a, **k: publish(shell.display_pub, *a, **k)
-'''),
-    "a second answer after the probe's": (True, '''
+""",
+    ),
+    "a second answer after the probe's": (
+        True,
+        """
 def extra(*args):
     get_ipython().display_pub.publish(data={"@MIME@": {"result": []}}, metadata={})
 get_ipython().events.register("post_execute", extra)
-'''),
-    "an at-fork hook writes into the probe's pipe": (True, '''
+""",
+    ),
+    "an at-fork hook writes into the probe's pipe": (
+        True,
+        """
 import os, json
 def hook():
     for fd in range(3, 64):
@@ -329,7 +427,8 @@ def hook():
             pass
     os._exit(0)
 os.register_at_fork(after_in_child=hook)
-'''),
+""",
+    ),
 }
 
 
@@ -350,7 +449,7 @@ def test_forged_answers_score_nothing_and_are_flagged(name, assignment):
     assert bool(flagged) == reaches, RUNS
 
 
-JUNK_EVERYWHERE = '''
+JUNK_EVERYWHERE = """
 import os, json
 def hook():
     for fd in range(3, 256):
@@ -360,7 +459,7 @@ def hook():
             pass
     os._exit(0)
 os.register_at_fork(after_in_child=hook)
-'''
+"""
 
 
 @pytest.mark.slow
@@ -393,7 +492,7 @@ def zero_grad(root):
     root.grad = 0.0
 '''
 
-RECURSIVE_SORT = '''
+RECURSIVE_SORT = """
 import sys
 def topological_order_iterative(root):
     {before}
@@ -409,17 +508,20 @@ def topological_order_iterative(root):
     finally:
         {after}
     return order
-'''
+"""
 
 SORTS = {
-    "a recursive sort that turns the profiler off":
-        RECURSIVE_SORT.format(before="sys.setprofile(None)", after="pass"),
-    "a recursive sort that raises the limit":
-        RECURSIVE_SORT.format(before="sys.setrecursionlimit(100_000)", after="pass"),
+    "a recursive sort that turns the profiler off": RECURSIVE_SORT.format(
+        before="sys.setprofile(None)", after="pass"
+    ),
+    "a recursive sort that raises the limit": RECURSIVE_SORT.format(
+        before="sys.setrecursionlimit(100_000)", after="pass"
+    ),
     "a recursive sort that raises the limit and puts it back": RECURSIVE_SORT.format(
         before="old = sys.getrecursionlimit(); sys.setrecursionlimit(100_000)",
-        after="sys.setrecursionlimit(old)"),
-    "coursekit's walk pasted and renamed": '''
+        after="sys.setrecursionlimit(old)",
+    ),
+    "coursekit's walk pasted and renamed": """
 def topological_order_iterative(start):
     out: list = []
     done: set[int] = set()
@@ -435,13 +537,13 @@ def topological_order_iterative(start):
                 if id(p) not in done:
                     todo.append((p, False))
     return out
-''',
-    "coursekit's walk called through a wrapper": '''
+""",
+    "coursekit's walk called through a wrapper": """
 import coursekit
 walk = (lambda f: lambda root: f(root))(coursekit.graph_nodes)
 def topological_order_iterative(root):
     return walk(root)
-''',
+""",
 }
 
 
@@ -471,8 +573,11 @@ def test_depth_and_borrowing_are_measured_by_behaviour(name):
     ns = backward_namespace()
     with lesson_path(B):
         exec(SORTS[name], ns)
-        verdict = verdicts.verdict(B, "backward_test_topological_order_iterative",
-                                   verdicts.Kernel(verdicts.local_ask(ns), 5))
+        verdict = verdicts.verdict(
+            B,
+            "backward_test_topological_order_iterative",
+            verdicts.Kernel(verdicts.local_ask(ns), 5),
+        )
     assert not verdict.passed, name
     assert any(word in verdict.message for word in ("recursion", "coursekit")), verdict.message
 
@@ -480,6 +585,9 @@ def test_depth_and_borrowing_are_measured_by_behaviour(name):
 def test_the_course_solution_of_the_iterative_sort_still_passes():
     ns = backward_namespace()
     with lesson_path(B):
-        verdict = verdicts.verdict(B, "backward_test_topological_order_iterative",
-                                   verdicts.Kernel(verdicts.local_ask(ns), 5))
+        verdict = verdicts.verdict(
+            B,
+            "backward_test_topological_order_iterative",
+            verdicts.Kernel(verdicts.local_ask(ns), 5),
+        )
     assert verdict.passed, verdict.message

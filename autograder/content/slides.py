@@ -37,8 +37,16 @@ VENDOR = {"reveal.js": "4.6.1", "requirejs": "2.3.7", "jquery": "3.7.1", "mathja
 VENDOR_LAYOUT = "2"  # bump when vendor() copies a different selection of files
 MATHJAX = "vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
 # MathJax 2 is 73 MB; the slides use its CommonHTML output with the TeX web fonts only.
-MATHJAX_SKIP = ("unpacked", "test", "docs", "jax/output/SVG", "jax/output/HTML-CSS",
-                "fonts/HTML-CSS/TeX/png", "fonts/HTML-CSS/TeX/eot", "fonts/HTML-CSS/TeX/svg")
+MATHJAX_SKIP = (
+    "unpacked",
+    "test",
+    "docs",
+    "jax/output/SVG",
+    "jax/output/HTML-CSS",
+    "fonts/HTML-CSS/TeX/png",
+    "fonts/HTML-CSS/TeX/eot",
+    "fonts/HTML-CSS/TeX/svg",
+)
 MATHJAX_CONFIGS = ("TeX-AMS_CHTML-full.js", "Safe.js", "local")
 
 
@@ -61,9 +69,19 @@ def vendor(out: Path = OUT) -> Path:
             "  or run scripts/setup --test, which installs it"
         )
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [npm, "install", "--prefix", tmp, "--no-save", "--no-package-lock", "--no-audit",
-               "--no-fund", "--ignore-scripts", "--loglevel=error",
-               *(f"{name}@{version}" for name, version in VENDOR.items())]
+        cmd = [
+            npm,
+            "install",
+            "--prefix",
+            tmp,
+            "--no-save",
+            "--no-package-lock",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+            *(f"{name}@{version}" for name, version in VENDOR.items()),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise SlidesError(f"npm install failed:\n{proc.stderr[-2000:]}")
@@ -91,7 +109,9 @@ def _mathjax_skip(modules: Path):
         rel = Path(folder).relative_to(root).as_posix()
         paths = {n: n if rel == "." else f"{rel}/{n}" for n in names}
         return [
-            n for n, p in paths.items() if p in MATHJAX_SKIP
+            n
+            for n, p in paths.items()
+            if p in MATHJAX_SKIP
             or (rel == "fonts/HTML-CSS" and n != "TeX")  # fonts other than TeX's
             or (rel == "config" and n not in MATHJAX_CONFIGS)
         ]
@@ -133,8 +153,9 @@ def build(
     lessons = selected or assignments(source)
     missing = [a for a in lessons if not any((source / a).glob("*.ipynb"))]
     if missing:
-        raise SlidesError(f"no notebooks in {source.name}/ for {', '.join(missing)}: "
-                          "run `make generate` first")
+        raise SlidesError(
+            f"no notebooks in {source.name}/ for {', '.join(missing)}: run `make generate` first"
+        )
     vendor(out)
     export = exporter()
     written, entries = [], []
@@ -165,7 +186,7 @@ def write_index(out: Path, entries: list[tuple[str, str]]) -> None:
         for name, heading in sorted(known.items())
     )
     (out / "index.html").write_text(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
         "<title>Autograd from Scratch: slides</title></head>\n<body>\n"
         "<h1>Autograd from Scratch: slides</h1>\n<ul>\n" + items + "\n</ul>\n"
         "<p>Arrow keys move between slides; press S for the speaker view.</p>\n"

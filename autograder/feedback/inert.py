@@ -65,10 +65,20 @@ except ImportError:  # pragma: no cover
 STAMP = '<meta name="autograder-feedback" content="inert">'
 NOTICE = "[{what} not shown in the feedback]"
 
-SHOWN_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png",
-               "image/jpeg", "image/svg+xml")
-IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff",
-               "image/gif": b"GIF8"}
+SHOWN_TYPES = (
+    "text/plain",
+    "text/html",
+    "text/markdown",
+    "text/latex",
+    "image/png",
+    "image/jpeg",
+    "image/svg+xml",
+)
+IMAGE_MAGIC = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF8",
+}
 CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 GRADE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -92,11 +102,13 @@ def make_inert(nb):
     for i, cell in enumerate(cells if isinstance(cells, list) else []):
         if isinstance(cell, dict):
             out.append(_cell(cell, i))
-    metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                               "language": "python"},
-                "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
-    return nbformat.from_dict({"cells": out, "metadata": metadata, "nbformat": 4,
-                               "nbformat_minor": 5})
+    metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+    }
+    return nbformat.from_dict(
+        {"cells": out, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    )
 
 
 def _cell(cell: dict, index: int) -> dict:
@@ -104,9 +116,12 @@ def _cell(cell: dict, index: int) -> dict:
     if kind not in ("code", "markdown", "raw"):
         kind = "raw"
     cid = cell.get("id")
-    new = {"cell_type": kind, "id": cid if isinstance(cid, str) and CELL_ID.match(cid)
-           else f"cell-{index}", "source": _text(cell.get("source")),
-           "metadata": _cell_metadata(cell.get("metadata"))}
+    new = {
+        "cell_type": kind,
+        "id": cid if isinstance(cid, str) and CELL_ID.match(cid) else f"cell-{index}",
+        "source": _text(cell.get("source")),
+        "metadata": _cell_metadata(cell.get("metadata")),
+    }
     if kind == "markdown":
         attachments = _attachments(cell.get("attachments"))
         if attachments:
@@ -114,8 +129,11 @@ def _cell(cell: dict, index: int) -> dict:
     if kind == "code":
         new["execution_count"] = _count(cell.get("execution_count"))
         outputs = cell.get("outputs")
-        new["outputs"] = [_output(o) for o in (outputs if isinstance(outputs, list) else [])
-                          if isinstance(o, dict)]
+        new["outputs"] = [
+            _output(o)
+            for o in (outputs if isinstance(outputs, list) else [])
+            if isinstance(o, dict)
+        ]
     return new
 
 
@@ -127,10 +145,14 @@ def _cell_metadata(metadata) -> dict:
     metadata = metadata if isinstance(metadata, dict) else {}
     out = {}
     grader = metadata.get("nbgrader")
-    if isinstance(grader, dict) and isinstance(grader.get("grade_id"), str) and (
-            GRADE_ID.match(grader["grade_id"])):
-        out["nbgrader"] = {k: v for k, v in grader.items()
-                           if isinstance(v, (bool, int, float, str)) or v is None}
+    if (
+        isinstance(grader, dict)
+        and isinstance(grader.get("grade_id"), str)
+        and (GRADE_ID.match(grader["grade_id"]))
+    ):
+        out["nbgrader"] = {
+            k: v for k, v in grader.items() if isinstance(v, (bool, int, float, str)) or v is None
+        }
     tags = metadata.get("tags")
     if isinstance(tags, list):
         out["tags"] = [fix_text(t) for t in tags if isinstance(t, str)]
@@ -139,7 +161,7 @@ def _cell_metadata(metadata) -> dict:
 
 def _attachments(attachments) -> dict:
     out = {}
-    for name, bundle in (attachments.items() if isinstance(attachments, dict) else ()):
+    for name, bundle in attachments.items() if isinstance(attachments, dict) else ():
         if not isinstance(name, str) or not isinstance(bundle, dict):
             continue
         kept = {m: d for m, d in bundle.items() if m in IMAGE_MAGIC and _valid_image(m, d)}
@@ -165,10 +187,14 @@ def _output(out: dict) -> dict:
         return {"output_type": "stream", "name": name, "text": _text(out.get("text"))}
     if kind == "error":
         tb = out.get("traceback")
-        return {"output_type": "error", "ename": _text(out.get("ename")) or "Error",
-                "evalue": _text(out.get("evalue")),
-                "traceback": [fix_text(t) for t in (tb if isinstance(tb, list) else [])
-                              if isinstance(t, str)]}
+        return {
+            "output_type": "error",
+            "ename": _text(out.get("ename")) or "Error",
+            "evalue": _text(out.get("evalue")),
+            "traceback": [
+                fix_text(t) for t in (tb if isinstance(tb, list) else []) if isinstance(t, str)
+            ],
+        }
     if kind not in ("display_data", "execute_result"):
         return _notice(f"an output of type {_short(kind)}")
     data = out.get("data") if isinstance(out.get("data"), dict) else {}
@@ -189,8 +215,7 @@ def _output(out: dict) -> dict:
     if not kept:
         shown = ", ".join(_short(m) for m in list(data)[:3]) or "empty"
         return _notice(f"an output of type {shown}")
-    new = {"output_type": kind, "data": kept, "metadata": _image_sizes(out.get("metadata"),
-                                                                       kept)}
+    new = {"output_type": kind, "data": kept, "metadata": _image_sizes(out.get("metadata"), kept)}
     if kind == "execute_result":
         new["execution_count"] = _count(out.get("execution_count"))
     return new
@@ -204,9 +229,15 @@ def _image_sizes(metadata, kept: dict) -> dict:
         given = metadata.get(mime)
         if mime not in kept or not isinstance(given, dict):
             continue
-        size = {k: int(v) for k, v in given.items() if k in ("width", "height")
-                and isinstance(v, (int, float)) and not isinstance(v, bool)
-                and math.isfinite(v) and 0 < v < 100_000}
+        size = {
+            k: int(v)
+            for k, v in given.items()
+            if k in ("width", "height")
+            and isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            and 0 < v < 100_000
+        }
         if size:
             out[mime] = size
     return out
@@ -218,8 +249,7 @@ def _short(value) -> str:
 
 
 def _notice(what: str) -> dict:
-    return {"output_type": "stream", "name": "stdout",
-            "text": NOTICE.format(what=what) + "\n"}
+    return {"output_type": "stream", "name": "stdout", "text": NOTICE.format(what=what) + "\n"}
 
 
 # ---- the page -------------------------------------------------------------------------------
@@ -272,7 +302,8 @@ def mathml_only(element) -> bool:
         if any(name not in allowed for name in node.attrs):
             return False
     return element.get("xmlns", "http://www.w3.org/1998/Math/MathML") == (
-        "http://www.w3.org/1998/Math/MathML")
+        "http://www.w3.org/1998/Math/MathML"
+    )
 
 
 def _safe_page_attribute(tag: str, name: str, value) -> bool:
@@ -352,6 +383,7 @@ class InertHTMLExporter(HTMLExporter):
         from bs4 import BeautifulSoup
 
         empty = self.template.render(nb=nbformat.v4.new_notebook(), resources=resources)
-        soup = BeautifulSoup(BeautifulSoup(empty, features="html.parser").decode(),
-                             features="html.parser")
+        soup = BeautifulSoup(
+            BeautifulSoup(empty, features="html.parser").decode(), features="html.parser"
+        )
         return frozenset(str(e) for e in soup.find_all(ACTIVE))

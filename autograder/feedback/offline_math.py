@@ -73,6 +73,7 @@ def configure(c, nbgrader_templates: str | None = None) -> None:
         import nbgrader
 
         nbgrader_templates = os.path.join(
-            os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates")
+            os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"
+        )
     c.HTMLExporter.preprocessors = ["autograder.feedback.offline_math.MathToMathML"]
     c.HTMLExporter.extra_template_basedirs = [TEMPLATES, nbgrader_templates]

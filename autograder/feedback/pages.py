@@ -52,8 +52,12 @@ MIN_LINE = 16
 
 
 def grader_paths() -> list[str]:
-    return [str(ROOT / "autograder"), str(SOURCE / ".reference"), str(SOURCE),
-            os.path.realpath(ROOT / "autograder")]
+    return [
+        str(ROOT / "autograder"),
+        str(SOURCE / ".reference"),
+        str(SOURCE),
+        os.path.realpath(ROOT / "autograder"),
+    ]
 
 
 def _norm(line: str) -> str:
@@ -72,14 +76,17 @@ def fingerprints() -> frozenset[tuple[str, ...]]:
     folders = [ROOT / "autograder" / "verdicts" / "hidden", SOURCE / ".reference"]
     for folder in folders:
         texts += [p.read_text(errors="replace") for p in folder.rglob("*.py")]
-    texts += [markers.inside(cell.source, markers.HIDDEN)
-              for nb in _notebooks(SOURCE) for cell in nb.cells]
+    texts += [
+        markers.inside(cell.source, markers.HIDDEN)
+        for nb in _notebooks(SOURCE)
+        for cell in nb.cells
+    ]
     windows = set()
     for text in texts:
         lines = [_norm(ln) for ln in text.splitlines()]
         lines = [ln for ln in lines if _significant(ln)]
         for i in range(len(lines) - WINDOW + 1):
-            window = tuple(lines[i:i + WINDOW])
+            window = tuple(lines[i : i + WINDOW])
             if not all(ln in allowed for ln in window):
                 windows.add(window)
     return frozenset(windows)
@@ -115,7 +122,7 @@ def quotes_grader(text: str) -> bool:
     prints = fingerprints()
     lines = [_norm(ln) for ln in text.splitlines()]
     lines = [ln for ln in lines if _significant(ln)]
-    return any(tuple(lines[i:i + WINDOW]) in prints for i in range(len(lines) - WINDOW + 1))
+    return any(tuple(lines[i : i + WINDOW]) in prints for i in range(len(lines) - WINDOW + 1))
 
 
 MATERIAL = "/autograder-material/"  # a Dask worker's copy of the grader (plugins.py)
@@ -155,19 +162,29 @@ def _clean_output(out):
             evalue = blank_paths(evalue)
             if quotes_grader(evalue):
                 evalue = "(details hidden)"
-            return new_output("error", ename=out.get("ename", "Error"), evalue=evalue,
-                              traceback=[f"{out.get('ename', 'Error')}: {evalue}"])
+            return new_output(
+                "error",
+                ename=out.get("ename", "Error"),
+                evalue=evalue,
+                traceback=[f"{out.get('ename', 'Error')}: {evalue}"],
+            )
         return out
     texts = []
     if kind == "stream":
         texts = [out.get("text", "")]
     elif kind in ("display_data", "execute_result"):
-        texts = [v if isinstance(v, str) else "\n".join(v) for k, v in out.get("data", {}).items()
-                 if k.startswith("text/") or k in ("application/javascript", "image/svg+xml")]
+        texts = [
+            v if isinstance(v, str) else "\n".join(v)
+            for k, v in out.get("data", {}).items()
+            if k.startswith("text/") or k in ("application/javascript", "image/svg+xml")
+        ]
     joined = "\n".join(texts)
     if quotes_grader(joined) or quotes_grader(_html_text(joined)):
-        return new_output("stream", name=out.get("name", "stdout") if kind == "stream"
-                          else "stdout", text=REMOVED_OUTPUT + "\n")
+        return new_output(
+            "stream",
+            name=out.get("name", "stdout") if kind == "stream" else "stdout",
+            text=REMOVED_OUTPUT + "\n",
+        )
     if mentions_grader_path(joined):
         if kind == "stream":
             out["text"] = blank_paths(out["text"])
@@ -201,27 +218,37 @@ class FeedbackReport:
 
 def graded_submissions(course, assignments, students) -> list[tuple[str, str]]:
     """(student, assignment) of every graded submission selected."""
-    found = [(r.parent.parent.name, r.parent.name)
-             for r in sorted(course.autograded.glob(f"*/*/{RECORD}"))]
-    return [(s, a) for s, a in found
-            if (not assignments or a in assignments) and (not students or s in students)]
+    found = [
+        (r.parent.parent.name, r.parent.name)
+        for r in sorted(course.autograded.glob(f"*/*/{RECORD}"))
+    ]
+    return [
+        (s, a)
+        for s, a in found
+        if (not assignments or a in assignments) and (not students or s in students)
+    ]
 
 
-def feedback(assignments=None, students=None, *, root=None, db_url=None, jobs=None,
-             force=False) -> FeedbackReport:
+def feedback(
+    assignments=None, students=None, *, root=None, db_url=None, jobs=None, force=False
+) -> FeedbackReport:
     course = open_course(root, db_url)
     report = FeedbackReport()
     todo = []
     for student, assignment in graded_submissions(course, assignments, students):
         if GLOB_CHARS & set(student):
-            report.problems.append(f"{student}/{assignment}: nbgrader cannot make feedback "
-                                   "for an id with *?[] in it")
+            report.problems.append(
+                f"{student}/{assignment}: nbgrader cannot make feedback for an id with *?[] in it"
+            )
             continue
         record = course.record_path(student, assignment)
         folder = course.feedback / student / assignment
         pages = list(folder.glob("*.html")) if folder.is_dir() else []
-        if not force and pages and min(p.stat().st_mtime for p in pages) >= (
-                record.stat().st_mtime):
+        if (
+            not force
+            and pages
+            and min(p.stat().st_mtime for p in pages) >= (record.stat().st_mtime)
+        ):
             report.current += 1
             continue
         todo.append((student, assignment))
@@ -231,16 +258,19 @@ def feedback(assignments=None, students=None, *, root=None, db_url=None, jobs=No
     results = _run_all(course, todo, jobs)
     for (student, assignment), (ok, message) in zip(todo, results):
         if not ok:
-            report.failures.append(f"{student}/{assignment}: nbgrader generate_feedback "
-                                   f"failed: {message}")
+            report.failures.append(
+                f"{student}/{assignment}: nbgrader generate_feedback failed: {message}"
+            )
             continue
         try:
             pages = finish_folder(course, student, assignment)
         except LeakError as exc:
             report.failures.append(str(exc))
             continue
-        report.written += [str(p.relative_to(course.root)) if p.is_relative_to(course.root)
-                           else str(p) for p in pages]
+        report.written += [
+            str(p.relative_to(course.root)) if p.is_relative_to(course.root) else str(p)
+            for p in pages
+        ]
     return report
 
 
@@ -294,14 +324,19 @@ def finish_folder(course, student: str, assignment: str) -> list[Path]:
             write_note_page(folder / f"{name}.html", student, assignment, name, record, notes)
     pages = sorted(folder.glob("*.html"))
     for page in pages:
-        tests = _test_cells(course.source / assignment / f"{page.stem}.ipynb") if (
-            page.stem in graded) else 0
-        trouble = check_page(page.read_text(errors="replace"),
-                             hidden_lines(str(course.source / assignment)), tests)
+        tests = (
+            _test_cells(course.source / assignment / f"{page.stem}.ipynb")
+            if (page.stem in graded)
+            else 0
+        )
+        trouble = check_page(
+            page.read_text(errors="replace"), hidden_lines(str(course.source / assignment)), tests
+        )
         if trouble:
             page.unlink()
-            raise LeakError(f"{student}/{assignment}: {page.name} was deleted: {trouble}; "
-                            "please report this")
+            raise LeakError(
+                f"{student}/{assignment}: {page.name} was deleted: {trouble}; please report this"
+            )
     return pages
 
 
@@ -313,20 +348,27 @@ def check_page(page: str, hidden: frozenset[str], test_cells: int) -> str:
 
     soup = BeautifulSoup(page, features="html.parser")
     if not any(is_stamp(m) for m in soup.find_all("meta")):
-        return ("it was not made by autograder.feedback.inert.InertHTMLExporter "
-                "(nbgrader_config.py: GenerateFeedback.exporter_class)")
-    labels = [s for s in soup.find_all("span", class_="nbgrader-label")
-              if s.get_text().startswith("Grade cell")]
+        return (
+            "it was not made by autograder.feedback.inert.InertHTMLExporter "
+            "(nbgrader_config.py: GenerateFeedback.exporter_class)"
+        )
+    labels = [
+        s
+        for s in soup.find_all("span", class_="nbgrader-label")
+        if s.get_text().startswith("Grade cell")
+    ]
     if len(labels) != test_cells:
-        return (f"{len(labels)} of its {test_cells} test cells were found in the page "
-                "(did nbgrader's feedback template change?)")
+        return (
+            f"{len(labels)} of its {test_cells} test cells were found in the page "
+            "(did nbgrader's feedback template change?)"
+        )
     for label in labels:
         panel = label.find_parent("div", class_="nbgrader_cell")
         code = panel.find("div", class_="input_area") if panel else None
         text = code.get_text() if code else ""
         shown = {_norm(line) for line in text.splitlines()}
         if any(m in text for m in MARKERS[:2]) or shown & hidden:
-            return f"test cell {label.get_text()[len('Grade cell:'):].strip()} showed hidden tests"
+            return f"test cell {label.get_text()[len('Grade cell:') :].strip()} showed hidden tests"
     return ""
 
 
@@ -335,10 +377,12 @@ def hidden_lines(source_folder: str) -> frozenset[str]:
     """Lines of an assignment's hidden tests that are nowhere else in its notebooks."""
     folder = Path(source_folder)
     cells = [c.source for nb in _notebooks(folder.parent, folder.name) for c in nb.cells]
-    hidden = {_norm(ln) for text in cells
-              for ln in markers.inside(text, markers.HIDDEN).splitlines()}
-    shown = {_norm(ln) for text in cells
-             for ln in markers.without(text, markers.HIDDEN).splitlines()}
+    hidden = {
+        _norm(ln) for text in cells for ln in markers.inside(text, markers.HIDDEN).splitlines()
+    }
+    shown = {
+        _norm(ln) for text in cells for ln in markers.without(text, markers.HIDDEN).splitlines()
+    }
     return frozenset(hidden - shown - {""})
 
 
@@ -348,15 +392,21 @@ def _test_cells(path: Path) -> int:
     import nbformat
 
     cells = nbformat.read(path, as_version=4).cells if path.exists() else []
-    return sum(1 for c in cells if c.cell_type == "code" and c.metadata.get(
-        "nbgrader", {}).get("grade") and not c.metadata.get("nbgrader", {}).get("solution"))
+    return sum(
+        1
+        for c in cells
+        if c.cell_type == "code"
+        and c.metadata.get("nbgrader", {}).get("grade")
+        and not c.metadata.get("nbgrader", {}).get("solution")
+    )
 
 
 def write_note_page(path: Path, student, assignment, name, record, notes) -> None:
     esc = html.escape
     score = f"{record.get('score', 0):g} / {record.get('max_score', 0):g}"
     items = "".join(f"<li>{esc(n.replace('`', ''))}</li>" for n in notes) or (
-        "<li>this notebook could not be graded</li>")
+        "<li>this notebook could not be graded</li>"
+    )
     path.write_text(
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'>{STAMP}"
         f"<title>{esc(assignment)}: {esc(name)}</title></head><body>"
@@ -375,5 +425,8 @@ def print_feedback_report(report: FeedbackReport, stream=None) -> None:
         print(f"problem: {line}", file=stream)
     for line in report.failures:
         print(f"GRADER FAILURE: {line}", file=stream)
-    print(f"{len(report.written)} page(s) written, {report.current} submission(s) already "
-          "had current feedback", file=stream)
+    print(
+        f"{len(report.written)} page(s) written, {report.current} submission(s) already "
+        "had current feedback",
+        file=stream,
+    )

@@ -86,10 +86,14 @@ def _cleaner():
     from bleach.css_sanitizer import ALLOWED_CSS_PROPERTIES, CSSSanitizer
     from bleach.sanitizer import Cleaner
 
-    return Cleaner(tags=TAGS, attributes=_allowed_attribute,
-                   protocols={"http", "https", "mailto", "data"}, strip=False,
-                   strip_comments=True,
-                   css_sanitizer=CSSSanitizer(allowed_css_properties=ALLOWED_CSS_PROPERTIES))
+    return Cleaner(
+        tags=TAGS,
+        attributes=_allowed_attribute,
+        protocols={"http", "https", "mailto", "data"},
+        strip=False,
+        strip_comments=True,
+        css_sanitizer=CSSSanitizer(allowed_css_properties=ALLOWED_CSS_PROPERTIES),
+    )
 
 
 def as_text(text: str) -> str:
@@ -100,8 +104,9 @@ def as_text(text: str) -> str:
 def clean_html(fragment) -> str:
     """An HTML fragment with only the allowed tags, attributes and URLs (others shown as
     text). Never raises: what cannot be cleaned is shown as text."""
-    text = fix_text(fragment.decode("utf-8", "replace") if isinstance(fragment, bytes)
-                    else str(fragment))
+    text = fix_text(
+        fragment.decode("utf-8", "replace") if isinstance(fragment, bytes) else str(fragment)
+    )
     if len(text) > MAX_FRAGMENT or _depth(text) > MAX_DEPTH:
         return as_text(text)
     try:
@@ -130,7 +135,7 @@ def _depth(text: str) -> int:
             end = text.find(">", at)
             if end < 0:
                 break
-        closing = text[at + 1:at + 2] == "/"
+        closing = text[at + 1 : at + 2] == "/"
         start = at + 1 + closing
         if start < end and text[start] in LETTERS:
             stop = start + 1
@@ -218,8 +223,10 @@ def _safe_svg_attribute(tag: str, name: str, value: str) -> bool:
 
 def safe_css(css: str) -> bool:
     text = squeeze(css).lower().replace("\\", "")
-    if any(bad in text for bad in ("@import", "expression(", "javascript:", "behavior:",
-                                   "-moz-binding")):
+    if any(
+        bad in text
+        for bad in ("@import", "expression(", "javascript:", "behavior:", "-moz-binding")
+    ):
         return False
     return all(url.startswith(("#", "'#", '"#')) for url in re.findall(r"url\(([^)]*)", text))
 
@@ -227,7 +234,6 @@ def safe_css(css: str) -> bool:
 def squeeze(value: str) -> str:
     """A URL as a browser reads it: without spaces, tabs, newlines or control characters."""
     return re.sub(r"[\x00-\x20\x7f]+", "", html.unescape(str(value)))
-
 
 
 # ---- text scans in one pass (feedback.py) ------------------------------------------------
@@ -257,11 +263,12 @@ def blank_paths_through(text: str, marker: str, blank: str, reach: int = 300) ->
     ``blank``: what ``re.sub(rf"[^\\s'\"]{{0,{reach}}}{marker}[0-9a-f]+", blank, text)``
     does (``marker`` without special characters), in one pass where that expression
     took ``reach`` steps a character (3 s a megabyte)."""
+
     def in_path(c: str) -> bool:
         return not c.isspace() and c not in "'\""
 
     def hex_after(at: int) -> bool:
-        return text[at + len(marker):at + len(marker) + 1] in HEX
+        return text[at + len(marker) : at + len(marker) + 1] in HEX
 
     out, done = [], 0
     at = text.find(marker)

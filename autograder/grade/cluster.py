@@ -43,8 +43,11 @@ LOCAL_CONFIG = {
     "distributed.worker.memory.spill": False,
     # Dask's default also sets MALLOC_TRIM_THRESHOLD_, which kernels would inherit (and run
     # slower with); launch.py drops it on other clusters' workers.
-    "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1,
-                                            "OPENBLAS_NUM_THREADS": 1},
+    "distributed.nanny.pre-spawn-environ": {
+        "OMP_NUM_THREADS": 1,
+        "MKL_NUM_THREADS": 1,
+        "OPENBLAS_NUM_THREADS": 1,
+    },
 }
 
 
@@ -71,8 +74,7 @@ class Cluster:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._start, name="autograder-cluster",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._start, name="autograder-cluster", daemon=True)
         self._thread.start()
 
     def _start(self) -> None:
@@ -91,10 +93,18 @@ class Cluster:
             dask.config.set({"temporary-directory": str(self.work / "dask")})
             _preload_workers()
             self.local = LocalCluster(
-                n_workers=self.jobs, threads_per_worker=1, processes=True,
-                memory_limit=WORKER_MEMORY, dashboard_address=None,
-                silence_logs=logging.CRITICAL, local_directory=str(self.work / "dask"), env=env,
-                scheduler_kwargs={"dashboard": False}, protocol="tcp", host="127.0.0.1")
+                n_workers=self.jobs,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=WORKER_MEMORY,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+                local_directory=str(self.work / "dask"),
+                env=env,
+                scheduler_kwargs={"dashboard": False},
+                protocol="tcp",
+                host="127.0.0.1",
+            )
             self._client = Client(self.local, set_as_default=False)
             from ..worker.material import send_by_value
             from ..worker.plugins import QuietWorker
@@ -126,8 +136,9 @@ class Cluster:
             self._thread.join()
         if self._client is None:
             where = f"the scheduler at {self.address}" if self.address else "a local cluster"
-            raise GraderError(f"could not start grading on {where}: "
-                              f"{type(self._error).__name__}: {self._error}")
+            raise GraderError(
+                f"could not start grading on {where}: {type(self._error).__name__}: {self._error}"
+            )
         return self._client
 
     def threads(self) -> int:
@@ -157,8 +168,7 @@ def connect(address):
     if address.startswith(GATEWAY):
         from dask_gateway import Gateway
 
-        return Gateway().connect(address.removeprefix(GATEWAY)).get_client(
-            set_as_default=False)
+        return Gateway().connect(address.removeprefix(GATEWAY)).get_client(set_as_default=False)
     if address.endswith(".json") or Path(address).is_file():
         return Client(scheduler_file=address, timeout=CONNECT_SECONDS, set_as_default=False)
     return Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
@@ -172,8 +182,17 @@ def _preload_workers() -> None:
     from distributed.utils import get_mp_context
 
     get_mp_context()  # Dask's own preload list, which this one replaces
-    modules = ["distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz",
-               "autograder.worker.task", "nbgrader.converters", "nbgrader.preprocessors"]
+    modules = [
+        "distributed",
+        "dask",
+        "msgpack",
+        "cloudpickle",
+        "tornado",
+        "toolz",
+        "autograder.worker.task",
+        "nbgrader.converters",
+        "nbgrader.preprocessors",
+    ]
     multiprocessing.get_context("forkserver").set_forkserver_preload(modules)
 
 

@@ -38,8 +38,11 @@ from ..worker.plugins import task_function
 from .cluster import Cluster
 from .display import Display
 
-KERNEL_START_ERRORS = ("Kernel didn't respond", "Kernel died before replying to kernel_info",
-                       "No such kernel named")
+KERNEL_START_ERRORS = (
+    "Kernel didn't respond",
+    "Kernel died before replying to kernel_info",
+    "No such kernel named",
+)
 NO_WORKERS_SECONDS = 300  # a cluster without workers for this long is a failure
 
 
@@ -73,9 +76,16 @@ Finish = Callable[[Task, Result, "str | None"], None]
 
 
 class Dispatcher:
-    def __init__(self, cluster: Cluster, limits: oslimits.Limits, display: Display,
-                 make_job: JobFactory, finish: Finish, prepare: Callable[[str], object],
-                 topic: str):
+    def __init__(
+        self,
+        cluster: Cluster,
+        limits: oslimits.Limits,
+        display: Display,
+        make_job: JobFactory,
+        finish: Finish,
+        prepare: Callable[[str], object],
+        topic: str,
+    ):
         self.cluster = cluster
         self.limits = limits
         self.display = display
@@ -145,8 +155,10 @@ class Dispatcher:
         try:
             self.client.register_plugin(material.plugin())
         except Exception as exc:
-            raise GraderError(f"the grading material of {assignment} could not be set up "
-                              f"on the workers: {type(exc).__name__}: {exc}") from exc
+            raise GraderError(
+                f"the grading material of {assignment} could not be set up "
+                f"on the workers: {type(exc).__name__}: {exc}"
+            ) from exc
         self.registered[assignment] = material.name
 
     def _submit(self, task: Task, done) -> None:
@@ -156,9 +168,13 @@ class Dispatcher:
         job.topic = self.topic
         task.progress = None
         task.started = 0.0
-        task.future = self.client.submit(self.run_task, pickle.dumps(job),
-                                         key=f"grade-{self.topic}-{self.counter}",
-                                         pure=False, retries=0)
+        task.future = self.client.submit(
+            self.run_task,
+            pickle.dumps(job),
+            key=f"grade-{self.topic}-{self.counter}",
+            pure=False,
+            retries=0,
+        )
         self.inflight[task.job] = task
         self.by_key[task.future.key] = task
         done.add(task.future)
@@ -179,10 +195,11 @@ class Dispatcher:
 
     def _check_workers(self) -> None:
         self._refresh_window()
-        if self.no_workers_since and time.monotonic() - self.no_workers_since > \
-                NO_WORKERS_SECONDS:
-            raise GraderError(f"no grading workers for {NO_WORKERS_SECONDS} s: is the "
-                              "cluster running? (the next run grades what is left)")
+        if self.no_workers_since and time.monotonic() - self.no_workers_since > NO_WORKERS_SECONDS:
+            raise GraderError(
+                f"no grading workers for {NO_WORKERS_SECONDS} s: is the "
+                "cluster running? (the next run grades what is left)"
+            )
 
     # -- what workers tell --
     def _on_progress(self, event) -> None:
@@ -192,8 +209,9 @@ class Dispatcher:
             task = self.inflight.get(progress.job)
             if task is None:
                 return
-            if not progress.notebook and (task.progress is None or progress.attempt <=
-                                          task.attempt):
+            if not progress.notebook and (
+                task.progress is None or progress.attempt <= task.attempt
+            ):
                 task.started = time.monotonic()  # a (new) start of the task
             task.progress = progress
 
@@ -238,20 +256,28 @@ class Dispatcher:
             future.release()
 
     def _grader_failure(self, task: Task, why: str) -> None:
-        self.finish(task, Result.failed("the grader failed on this submission", again=True),
-                    f"{task.label}: the grader failed: {why}")
+        self.finish(
+            task,
+            Result.failed("the grader failed on this submission", again=True),
+            f"{task.label}: the grader failed: {why}",
+        )
 
     def _finished(self, task: Task, result: Result) -> None:
         if result.crash is not None:
-            self.finish(task, Result.failed("the grader failed on this submission", again=True),
-                        f"{task.label}: the grader failed:\n{result.crash}")
+            self.finish(
+                task,
+                Result.failed("the grader failed on this submission", again=True),
+                f"{task.label}: the grader failed:\n{result.crash}",
+            )
             return
         errors = [(nb.error or "") + (nb.log or "") for nb in result.notebooks.values()]
         if any(marker in text for text in errors for marker in KERNEL_START_ERRORS):
             # Nothing a student hands in stops a kernel from starting: the machine did.
-            self.finish(task, Result.failed("the grading kernel did not start", again=True),
-                        f"{task.label}: the grading kernel did not start"
-                        + self._kernel_detail(errors))
+            self.finish(
+                task,
+                Result.failed("the grading kernel did not start", again=True),
+                f"{task.label}: the grading kernel did not start" + self._kernel_detail(errors),
+            )
             return
         self.completed += 1
         self.finish(task, result, None)
@@ -275,15 +301,19 @@ class Dispatcher:
             return
         if where is None or not where.notebook:
             self.lost_outside += 1
-            self.finish(task, Result.failed("the grading workers kept stopping", again=True),
-                        f"{task.label}: its grading workers kept stopping before it ran a "
-                        "notebook")
+            self.finish(
+                task,
+                Result.failed("the grading workers kept stopping", again=True),
+                f"{task.label}: its grading workers kept stopping before it ran a notebook",
+            )
             if self.lost_outside >= 3 and not self.completed:
-                raise GraderError("grading workers keep dying before running a notebook: "
-                                  "see the workers' logs")
+                raise GraderError(
+                    "grading workers keep dying before running a notebook: see the workers' logs"
+                )
             return
-        result = Result.failed("grading this submission stopped the grading worker again "
-                               "and again", again=False)
+        result = Result.failed(
+            "grading this submission stopped the grading worker again and again", again=False
+        )
         result.history = list(task.history)
         result.runs = where.attempt
         self.finish(task, result, None)

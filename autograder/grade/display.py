@@ -32,8 +32,10 @@ class Display:
         self._clear()
         width = len(str(self.total))
         score = f"{num(o.score)}/{num(o.max_score)}"
-        line = (f"[{self.done:>{width}}/{self.total}] {o.mark} {o.student:<16} "
-                f"{o.assignment:<22} {score:>9}  {o.seconds:5.1f} s")
+        line = (
+            f"[{self.done:>{width}}/{self.total}] {o.mark} {o.student:<16} "
+            f"{o.assignment:<22} {score:>9}  {o.seconds:5.1f} s"
+        )
         if o.note and o.problem:
             line += f"  {o.note[:100]}"
         self.stream.write(line + "\n")
@@ -68,13 +70,13 @@ def summary_table(outcomes: list[Outcome]) -> str:
         status = "FAILED" if o.status == "failed" else ("problem" if o.problem else "ok")
         if o.status == "unchanged":
             status += " (unchanged)"
-        rows.append((o.student, o.assignment, f"{num(o.score)}/{num(o.max_score)}", status,
-                     o.note))
+        rows.append((o.student, o.assignment, f"{num(o.score)}/{num(o.max_score)}", status, o.note))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = []
     for i, r in enumerate(rows):
-        head = "  ".join(f"{c:<{w}}" if k != 2 else f"{c:>{w}}"
-                         for k, (c, w) in enumerate(zip(r[:4], widths)))
+        head = "  ".join(
+            f"{c:<{w}}" if k != 2 else f"{c:>{w}}" for k, (c, w) in enumerate(zip(r[:4], widths))
+        )
         lines.append(f"{head}  {r[4]}".rstrip())
         if i == 0:
             lines.append("-" * min(120, len(lines[0]) + 20))
@@ -91,7 +93,10 @@ def print_report(report: GradeReport, stream=None) -> None:
     for line in report.failures:
         print(f"GRADER FAILURE: {line}", file=stream)
     n_problem = sum(1 for o in report.outcomes if o.problem)
-    print(f"\n{report.graded} graded, {report.unchanged} unchanged, {n_problem} with "
-          f"problems, in {report.seconds:.0f} s", file=stream)
+    print(
+        f"\n{report.graded} graded, {report.unchanged} unchanged, {n_problem} with "
+        f"problems, in {report.seconds:.0f} s",
+        file=stream,
+    )
     code = report.exit_code
     print(f"exit code {int(code)}: {code.meaning()}", file=stream)

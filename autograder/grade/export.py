@@ -21,8 +21,18 @@ from pathlib import Path
 
 from .spreadsheet import write_csv
 
-GRADES_HEADER = ["student", "assignment", "score", "max_score", "submitted", "late_seconds",
-                 "problem", "note", "isolation", "review"]
+GRADES_HEADER = [
+    "student",
+    "assignment",
+    "score",
+    "max_score",
+    "submitted",
+    "late_seconds",
+    "problem",
+    "note",
+    "isolation",
+    "review",
+]
 CELLS_HEADER = ["student", "assignment", "notebook", "cell", "score", "max_score"]
 
 
@@ -50,18 +60,49 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
                 try:
                     sub = gb.find_submission(a, student)
                 except MissingEntry:
-                    grades.append([student, a, "0", _num(assignment.max_score), "no", "0",
-                                   "no", "no submission", "", ""])
+                    grades.append(
+                        [
+                            student,
+                            a,
+                            "0",
+                            _num(assignment.max_score),
+                            "no",
+                            "0",
+                            "no",
+                            "no submission",
+                            "",
+                            "",
+                        ]
+                    )
                     continue
                 record = course.read_record(student, a) or {}
-                grades.append([student, a, _num(sub.score), _num(sub.max_score), "yes",
-                               _num(sub.total_seconds_late),
-                               "yes" if record.get("problem") else "no",
-                               record.get("note", ""), record.get("isolation") or "",
-                               "; ".join(record.get("review") or [])])
+                grades.append(
+                    [
+                        student,
+                        a,
+                        _num(sub.score),
+                        _num(sub.max_score),
+                        "yes",
+                        _num(sub.total_seconds_late),
+                        "yes" if record.get("problem") else "no",
+                        record.get("note", ""),
+                        record.get("isolation") or "",
+                        "; ".join(record.get("review") or []),
+                    ]
+                )
                 for nb in sub.notebooks:
                     for grade in sorted(nb.grades, key=lambda g: g.name):
-                        cells.append([student, a, nb.name, grade.name, _num(grade.score),
-                                      _num(grade.max_score)])
-    return [write_csv(out / "grades.csv", GRADES_HEADER, grades),
-            write_csv(out / "cells.csv", CELLS_HEADER, cells)]
+                        cells.append(
+                            [
+                                student,
+                                a,
+                                nb.name,
+                                grade.name,
+                                _num(grade.score),
+                                _num(grade.max_score),
+                            ]
+                        )
+    return [
+        write_csv(out / "grades.csv", GRADES_HEADER, grades),
+        write_csv(out / "cells.csv", CELLS_HEADER, cells),
+    ]

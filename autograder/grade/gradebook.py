@@ -43,8 +43,10 @@ def cells_fingerprint(db_url: str, assignment: str, course_id: str):
             return None
         rows = []
         for nb in a.notebooks:
-            rows += [("s", nb.name, c.name, c.cell_type, bool(c.locked), c.checksum, c.source)
-                     for c in nb.source_cells]
+            rows += [
+                ("s", nb.name, c.name, c.cell_type, bool(c.locked), c.checksum, c.source)
+                for c in nb.source_cells
+            ]
             rows += [("g", nb.name, c.name, float(c.max_score)) for c in nb.grade_cells]
             rows += [("o", nb.name, c.name) for c in nb.solution_cells]
         return sorted(rows, key=repr)
@@ -68,8 +70,10 @@ def _generate(course: Course, assignment: str, db_url: str, release: Path) -> Pa
     if "KeyboardInterrupt" in (result.get("error") or ""):  # nbgrader caught Ctrl-C
         raise KeyboardInterrupt
     if not result.get("success"):
-        raise GraderError(f"nbgrader generate_assignment {assignment} failed:\n"
-                          f"{(result.get('log') or '')[-2000:]}{result.get('error') or ''}")
+        raise GraderError(
+            f"nbgrader generate_assignment {assignment} failed:\n"
+            f"{(result.get('log') or '')[-2000:]}{result.get('error') or ''}"
+        )
     return Path(db_url.removeprefix("sqlite:///"))
 
 
@@ -78,8 +82,10 @@ def auto_scores(course: Course, assignment: str) -> dict[str, float]:
     from nbgrader.api import Gradebook, MissingEntry
 
     out = {}
-    if course.db_url.startswith("sqlite:///") and not Path(
-            course.db_url.removeprefix("sqlite:///")).exists():
+    if (
+        course.db_url.startswith("sqlite:///")
+        and not Path(course.db_url.removeprefix("sqlite:///")).exists()
+    ):
         return out  # no gradebook yet (and no need to create one just to read it)
     with Gradebook(course.db_url, course.course_id) as gb:
         try:
@@ -87,8 +93,9 @@ def auto_scores(course: Course, assignment: str) -> dict[str, float]:
         except MissingEntry:
             return out
         for sub in subs:
-            out[sub.student.id] = round(sum(
-                g.auto_score or 0 for nb in sub.notebooks for g in nb.grades), 6)
+            out[sub.student.id] = round(
+                sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades), 6
+            )
     return out
 
 
@@ -103,8 +110,14 @@ class Totals:
     cells: dict[str, float | None]  # "notebook/cell" -> autograder score
 
 
-def merge(course: Course, student: str, assignment: str, folder: Path,
-          autograded: Path | None, graded: set[str]) -> Totals:
+def merge(
+    course: Course,
+    student: str,
+    assignment: str,
+    folder: Path,
+    autograded: Path | None,
+    graded: set[str],
+) -> Totals:
     """Write one submission's scores into the course gradebook with SaveVerdicts and
     nbgrader's AssignLatePenalties (notebooks not in ``graded`` score zero).
     ``folder`` is the submitted folder (for its timestamp.txt). A locked SQLite gradebook
@@ -113,12 +126,12 @@ def merge(course: Course, student: str, assignment: str, folder: Path,
 
     with warnings.catch_warnings():  # nbgrader's add_submission warns about its own session
         warnings.simplefilter("ignore", SAWarning)
-        return retry_locked(lambda: _merge(course, student, assignment, folder, autograded,
-                                           graded))
+        return retry_locked(lambda: _merge(course, student, assignment, folder, autograded, graded))
 
 
-def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None,
-           graded: set[str]) -> Totals:
+def _merge(
+    course: Course, s: str, a: str, folder: Path, autograded: Path | None, graded: set[str]
+) -> Totals:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.preprocessors import AssignLatePenalties
@@ -140,8 +153,14 @@ def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None
         path = autograded / f"{name}.ipynb" if autograded else None
         if name in graded and path is not None and path.exists():
             nb = nbformat.read(path, as_version=4)
-            resources = {"nbgrader": {"notebook": name, "assignment": a, "student": s,
-                                      "db_url": course.db_url}}
+            resources = {
+                "nbgrader": {
+                    "notebook": name,
+                    "assignment": a,
+                    "student": s,
+                    "db_url": course.db_url,
+                }
+            }
             SaveVerdicts(config=course.config).preprocess(nb, resources)
             AssignLatePenalties(config=course.config).preprocess(nb, resources)
         else:
@@ -158,12 +177,17 @@ def _merge(course: Course, s: str, a: str, folder: Path, autograded: Path | None
         except MissingEntry as exc:
             raise GraderError(f"{s}/{a} is missing from the gradebook after grading") from exc
         return Totals(
-            score=float(submission.score), max_score=float(submission.max_score),
-            auto_score=round(sum(g.auto_score or 0 for nb in submission.notebooks
-                                 for g in nb.grades), 6),
+            score=float(submission.score),
+            max_score=float(submission.max_score),
+            auto_score=round(
+                sum(g.auto_score or 0 for nb in submission.notebooks for g in nb.grades), 6
+            ),
             late_seconds=float(submission.total_seconds_late or 0),
-            cells={f"{nb.name}/{g.name}": g.auto_score for nb in submission.notebooks
-                   for g in nb.grades},
+            cells={
+                f"{nb.name}/{g.name}": g.auto_score
+                for nb in submission.notebooks
+                for g in nb.grades
+            },
         )
 
 

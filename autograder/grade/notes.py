@@ -21,10 +21,13 @@ EVENT_TEXT = {
     "memory": "{cell} ran out of memory (limit {memory})",
     "output": "{cell} printed too much; only the first {output} kept",
     "grader": "the hidden test of {cell} could not check the kernel's answer (a grader bug, "
-              "or code that changed the probe): see its message",
+    "or code that changed the probe): see its message",
 }
-HISTORY_VERB = {"died": "crashed the kernel", "stuck": "hung",
-                "lost": "stopped its grading worker"}  # a cell skipped in a later run
+HISTORY_VERB = {
+    "died": "crashed the kernel",
+    "stuck": "hung",
+    "lost": "stopped its grading worker",
+}  # a cell skipped in a later run
 PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "grader"}
 
 Notes = dict[str, list[tuple[str, bool]]]  # notebook name ("" for the folder) -> (text, problem)
@@ -38,22 +41,28 @@ def describe_cell(event: Event, nb) -> str:
     if event.grade_id:
         return f"{what} (`{event.grade_id}`)"
     if nb is not None and 0 <= event.cell < len(nb.cells):
-        first = next((ln.strip() for ln in nb.cells[event.cell].source.splitlines()
-                      if ln.strip()), "")
+        first = next(
+            (ln.strip() for ln in nb.cells[event.cell].source.splitlines() if ln.strip()), ""
+        )
         if first:
             first = first.replace("`", "'")
             return f"{what} (`{first[:40]}{'…' if len(first) > 40 else ''}`)"
     return what
 
 
-def compose_notes(result: Result, history: list[Event], limits: Limits,
-                  autograded: Path | None) -> Notes:
+def compose_notes(
+    result: Result, history: list[Event], limits: Limits, autograded: Path | None
+) -> Notes:
     """Notes per notebook from a worker's result and the events of earlier runs (cells
     that crashed or hung and were then skipped)."""
     import nbformat
 
-    fmt = {"limit": limits.cell_timeout, "wall": limits.wall,
-           "memory": f"{limits.memory / GiB:g} GiB", "output": f"{limits.output // 1000} kB"}
+    fmt = {
+        "limit": limits.cell_timeout,
+        "wall": limits.wall,
+        "memory": f"{limits.memory / GiB:g} GiB",
+        "output": f"{limits.output // 1000} kB",
+    }
     out: Notes = {"": [(n.text, n.problem) for n in result.folder_notes]}
     for name, entry in result.notebooks.items():
         notes = [(n.text, n.problem) for n in entry.notes]
@@ -64,8 +73,9 @@ def compose_notes(result: Result, history: list[Event], limits: Limits,
                 nb = nbformat.read(path, as_version=4)
         for event in (e for e in history if e.notebook == name):
             verb = HISTORY_VERB.get(event.kind, "hung")
-            notes.append((f"{describe_cell(event, nb)} {verb} and was skipped; the rest was "
-                          "graded", True))
+            notes.append(
+                (f"{describe_cell(event, nb)} {verb} and was skipped; the rest was graded", True)
+            )
         for event in entry.events:
             if event.kind not in EVENT_TEXT:
                 continue
@@ -82,10 +92,14 @@ def compose_notes(result: Result, history: list[Event], limits: Limits,
 def kernel_flags(result: Result) -> list[str]:
     """Reasons for review that the run itself showed: answers to hidden tests that did
     not come from the grading code, or not whole (see answers.py)."""
-    return list(dict.fromkeys(
-        f"{name}: {event.grade_id}: {event.detail}"[:300]
-        for name, entry in result.notebooks.items() for event in entry.events
-        if event.kind == "forged"))
+    return list(
+        dict.fromkeys(
+            f"{name}: {event.grade_id}: {event.detail}"[:300]
+            for name, entry in result.notebooks.items()
+            for event in entry.events
+            if event.kind == "forged"
+        )
+    )
 
 
 def note_line(notes: Notes, n_notebooks: int, late: float) -> str:

@@ -35,8 +35,14 @@ def grader_digest(assignment: str, source: Path) -> str:
     return h.hexdigest()[:24]
 
 
-def install(course: Course, student: str, assignment: str, autograded: Path | None,
-            notes: Notes, record: dict) -> None:
+def install(
+    course: Course,
+    student: str,
+    assignment: str,
+    autograded: Path | None,
+    notes: Notes,
+    record: dict,
+) -> None:
     """Swap the new autograded folder (with a note cell on top of notebooks that have
     notes, and the record) in place of the old one."""
     import nbformat

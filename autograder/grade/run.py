@@ -75,8 +75,9 @@ class ClassGrading:
         self.failures: list[str] = []
         self.finished: set[tuple[str, str]] = set()
         self.owners = _owners(course)
-        self.released = {a: sorted(p.name for p in (course.source / a).iterdir())
-                         for a in course.assignments()}
+        self.released = {
+            a: sorted(p.name for p in (course.source / a).iterdir()) for a in course.assignments()
+        }
         self.shared = shared_files()  # one version of the grader for the whole run
 
     def notebooks(self, assignment: str) -> int:
@@ -95,12 +96,20 @@ class ClassGrading:
     def job(self, task: Task, job_id: int) -> Job:
         sub = task.sub
         return Job(
-            id=job_id, student=sub.student, assignment=sub.assignment,
-            course_id=self.course.course_id, material=self.prepare(sub.assignment).digest,
-            files=submitted_files(sub.folder), limits=self.limits,
-            skip={k: list(v) for k, v in task.skip.items()}, history=list(task.history),
-            attempt=task.attempt, careful=task.careful, owners=self.owners,
-            released=self.released.get(sub.assignment, []), seed=task.seed,
+            id=job_id,
+            student=sub.student,
+            assignment=sub.assignment,
+            course_id=self.course.course_id,
+            material=self.prepare(sub.assignment).digest,
+            files=submitted_files(sub.folder),
+            limits=self.limits,
+            skip={k: list(v) for k, v in task.skip.items()},
+            history=list(task.history),
+            attempt=task.attempt,
+            careful=task.careful,
+            owners=self.owners,
+            released=self.released.get(sub.assignment, []),
+            seed=task.seed,
         )
 
     def finish(self, task: Task, result: Result, failure: str | None) -> None:
@@ -127,38 +136,73 @@ class ClassGrading:
         graded = result.graded
         notes = compose_notes(result, result.history, self.limits, autograded)
         try:
-            totals = merge(self.course, sub.student, sub.assignment, sub.folder, autograded,
-                           graded)
+            totals = merge(self.course, sub.student, sub.assignment, sub.folder, autograded, graded)
         except Exception as exc:  # the gradebook could not be written: a grader failure
-            self.failures.append(f"{task.label}: could not write the gradebook: "
-                                 f"{type(exc).__name__}: {exc}")
-            self._outcome(Outcome(sub.student, sub.assignment, problem=True, status="failed",
-                                  note="not recorded: the gradebook could not be written"))
+            self.failures.append(
+                f"{task.label}: could not write the gradebook: {type(exc).__name__}: {exc}"
+            )
+            self._outcome(
+                Outcome(
+                    sub.student,
+                    sub.assignment,
+                    problem=True,
+                    status="failed",
+                    note="not recorded: the gradebook could not be written",
+                )
+            )
             return
         line = note_line(notes, self.notebooks(sub.assignment), totals.late_seconds)
         problem = has_problem(notes)
         # Flags for review: in the record and the note line, never a problem or a score.
-        review = flag_submission(sub.folder, self.course.source / sub.assignment, [
-            e.used_file for e in result.notebooks.values() if e.used_file] or None)
+        review = flag_submission(
+            sub.folder,
+            self.course.source / sub.assignment,
+            [e.used_file for e in result.notebooks.values() if e.used_file] or None,
+        )
         review = list(dict.fromkeys(review + kernel_flags(result)))
         line = "; ".join(part for part in (line, review_note(review)) if part)
         seconds = round(result.seconds, 1)
         if result.record:
-            install(self.course, sub.student, sub.assignment,
-                    autograded if graded else None, notes, {
-                        "student": sub.student, "assignment": sub.assignment,
-                        "submission_digest": task.digest, "grader_digest": task.grader,
-                        "score": totals.score, "max_score": totals.max_score,
-                        "auto_score": totals.auto_score, "problem": problem, "note": line,
-                        "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
-                        "cells": totals.cells, "runs": result.runs, "seconds": seconds,
-                        "late_seconds": totals.late_seconds, "seed": task.seed,
-                        "isolation": result.isolation, "review": review,
-                        "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    })
-        self._outcome(Outcome(sub.student, sub.assignment, totals.score, totals.max_score,
-                              problem or not result.record, line, seconds,
-                              "graded" if result.record else "failed", totals.late_seconds))
+            install(
+                self.course,
+                sub.student,
+                sub.assignment,
+                autograded if graded else None,
+                notes,
+                {
+                    "student": sub.student,
+                    "assignment": sub.assignment,
+                    "submission_digest": task.digest,
+                    "grader_digest": task.grader,
+                    "score": totals.score,
+                    "max_score": totals.max_score,
+                    "auto_score": totals.auto_score,
+                    "problem": problem,
+                    "note": line,
+                    "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
+                    "cells": totals.cells,
+                    "runs": result.runs,
+                    "seconds": seconds,
+                    "late_seconds": totals.late_seconds,
+                    "seed": task.seed,
+                    "isolation": result.isolation,
+                    "review": review,
+                    "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                },
+            )
+        self._outcome(
+            Outcome(
+                sub.student,
+                sub.assignment,
+                totals.score,
+                totals.max_score,
+                problem or not result.record,
+                line,
+                seconds,
+                "graded" if result.record else "failed",
+                totals.late_seconds,
+            )
+        )
 
     def _outcome(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -190,8 +234,9 @@ def course_lock(course: Course):
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            raise GraderError(f"another `grade` run is using {course.root} "
-                              f"(lock file {path})") from exc
+            raise GraderError(
+                f"another `grade` run is using {course.root} (lock file {path})"
+            ) from exc
         yield
 
 
@@ -221,8 +266,10 @@ def grade(
     jobs = jobs or len(os.sched_getaffinity(0))
     unknown = [a for a in assignments or [] if a not in course.assignments()]
     if unknown:
-        raise GraderError(f"no assignment {', '.join(unknown)} in {course.source} "
-                          f"(there are: {', '.join(course.assignments())})")
+        raise GraderError(
+            f"no assignment {', '.join(unknown)} in {course.source} "
+            f"(there are: {', '.join(course.assignments())})"
+        )
     with course_lock(course):
         clean_leftovers(course)
         subs, problems = discover(course, assignments, students)
@@ -231,15 +278,38 @@ def grade(
         _remove_stale_workdirs()
         work = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-"))
         try:
-            return _grade(course, subs, problems, limits, jobs, force, work, stream,
-                          progress, started, subreaper, scheduler)
+            return _grade(
+                course,
+                subs,
+                problems,
+                limits,
+                jobs,
+                force,
+                work,
+                stream,
+                progress,
+                started,
+                subreaper,
+                scheduler,
+            )
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _grade(course: Course, subs: list[Submission], problems: list[str],
-           limits: oslimits.Limits, jobs: int, force: bool, work: Path, stream,
-           progress: bool, started: float, subreaper: bool, scheduler) -> GradeReport:
+def _grade(
+    course: Course,
+    subs: list[Submission],
+    problems: list[str],
+    limits: oslimits.Limits,
+    jobs: int,
+    force: bool,
+    work: Path,
+    stream,
+    progress: bool,
+    started: float,
+    subreaper: bool,
+    scheduler,
+) -> GradeReport:
     cache_alembic_version()
     used = sorted({s.assignment for s in subs})
     graders = {a: grader_digest(a, course.source) for a in used}
@@ -247,16 +317,27 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
     for sub in subs:
         digest = folder_digest(sub.folder)
         rec = course.read_record(sub.student, sub.assignment)
-        current = (rec is not None and rec.get("submission_digest") == digest
-                   and rec.get("grader_digest") == graders[sub.assignment] and not force)
+        current = (
+            rec is not None
+            and rec.get("submission_digest") == digest
+            and rec.get("grader_digest") == graders[sub.assignment]
+            and not force
+        )
         candidates.append((sub, digest, rec if current else None))
     display = Display(0, stream, enabled=progress)
     grading = ClassGrading(course, limits, work, display)
     token = run_token()
     pending = sum(1 for _, _, rec in candidates if rec is None)
     cluster = Cluster(scheduler, min(jobs, max(1, pending)), work, token)
-    dispatcher = Dispatcher(cluster, limits, display, grading.job, grading.finish,
-                            grading.prepare, f"autograder-progress-{token}")
+    dispatcher = Dispatcher(
+        cluster,
+        limits,
+        display,
+        grading.job,
+        grading.finish,
+        grading.prepare,
+        f"autograder-progress-{token}",
+    )
     if subreaper:  # orphans of a killed worker become ours, to be found and killed
         oslimits.become_subreaper()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -268,20 +349,35 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
         in_book = {a: auto_scores(course, a) for a in used}
         for sub, digest, rec in candidates:
             if rec is not None and in_book[sub.assignment].get(sub.student) == rec.get(
-                    "auto_score"):
-                unchanged.append(Outcome(sub.student, sub.assignment, rec["score"],
-                                         rec["max_score"], rec.get("problem", False),
-                                         rec.get("note", ""), rec.get("seconds", 0),
-                                         "unchanged", rec.get("late_seconds", 0)))
+                "auto_score"
+            ):
+                unchanged.append(
+                    Outcome(
+                        sub.student,
+                        sub.assignment,
+                        rec["score"],
+                        rec["max_score"],
+                        rec.get("problem", False),
+                        rec.get("note", ""),
+                        rec.get("seconds", 0),
+                        "unchanged",
+                        rec.get("late_seconds", 0),
+                    )
+                )
             else:
-                tasks.append(Task(sub, digest, graders[sub.assignment],
-                                  grading.notebooks(sub.assignment)))
+                tasks.append(
+                    Task(sub, digest, graders[sub.assignment], grading.notebooks(sub.assignment))
+                )
         if tasks:
             cluster.scale(min(jobs, len(tasks)))  # more than pending: the gradebook lost some
             display.total = len(tasks)
-            print(f"grading {len(tasks)} submission(s) {cluster.describe()} "
-                  f"({limits.describe()}); "
-                  f"{len(unchanged)} unchanged", file=stream, flush=True)
+            print(
+                f"grading {len(tasks)} submission(s) {cluster.describe()} "
+                f"({limits.describe()}); "
+                f"{len(unchanged)} unchanged",
+                file=stream,
+                flush=True,
+            )
             dispatcher.run(tasks)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -294,9 +390,16 @@ def _grade(course: Course, subs: list[Submission], problems: list[str],
     if changed and grading.outcomes:  # an edit, or a submission writing to the grader
         grading.failures.append(
             f"the grader or the source of {', '.join(changed)} changed while grading: check "
-            "`git status`, then run `grade --force` for these assignments")
-    return GradeReport(grading.outcomes + unchanged, problems, grading.failures,
-                       len(grading.outcomes), len(unchanged), time.monotonic() - started)
+            "`git status`, then run `grade --force` for these assignments"
+        )
+    return GradeReport(
+        grading.outcomes + unchanged,
+        problems,
+        grading.failures,
+        len(grading.outcomes),
+        len(unchanged),
+        time.monotonic() - started,
+    )
 
 
 def _remove_stale_workdirs() -> None:

@@ -49,8 +49,9 @@ def fix_zip_name(name: str) -> str:
 
 def printable(name: str) -> str:
     """A name for a one-line message: control characters and undecodable bytes escaped."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in name)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name
+    )
 
 
 def error_text(exc: Exception) -> str:
@@ -65,8 +66,10 @@ def zip_members(path: Path, entries: int, too_many: str) -> Iterator[Member]:
         end = zipfile._EndRecData(fh)  # the end record, zip64 aware (Python 2.6 to 3.13)
     if end is None:
         raise Refused("refused: not a zip file")
-    if (end[zipfile._ECD_ENTRIES_TOTAL] > entries
-            or end[zipfile._ECD_SIZE] > entries * KiB + 64 * KiB):
+    if (
+        end[zipfile._ECD_ENTRIES_TOTAL] > entries
+        or end[zipfile._ECD_SIZE] > entries * KiB + 64 * KiB
+    ):
         raise Refused(too_many)
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
@@ -105,8 +108,13 @@ class _SmallHeaders(tarfile.TarInfo):
     """A tar header whose long name or pax data is bigger than ``limit`` bytes is refused
     before tarfile reads it whole into memory."""
 
-    LONG = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
-            tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+    LONG = (
+        tarfile.GNUTYPE_LONGNAME,
+        tarfile.GNUTYPE_LONGLINK,
+        tarfile.XHDTYPE,
+        tarfile.XGLTYPE,
+        tarfile.SOLARIS_XHDTYPE,
+    )
     limit = 64 * KiB
 
     def _proc_member(self, tarfile_):
@@ -115,16 +123,24 @@ class _SmallHeaders(tarfile.TarInfo):
         return super()._proc_member(tarfile_)
 
 
-def tar_members(path: Path, gz: bool, cap: int, why: str, chunk: int, header_bytes: int
-                ) -> Iterator[Member]:
+def tar_members(
+    path: Path, gz: bool, cap: int, why: str, chunk: int, header_bytes: int
+) -> Iterator[Member]:
     """A tar's members, read as one stream of at most ``cap`` bytes (else refused: why)."""
     headers = type("Headers", (_SmallHeaders,), {"limit": header_bytes})
-    with (gzip.open(path, "rb") if gz else path.open("rb")) as raw:
+    with gzip.open(path, "rb") if gz else path.open("rb") as raw:
         stream = _Capped(raw, cap, why, chunk)
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=headers) as tf:
             for info in tf:
-                kind = ("dir" if info.isdir() else "file" if info.isreg() else
-                        LINK if info.issym() or info.islnk() else SPECIAL)
+                kind = (
+                    "dir"
+                    if info.isdir()
+                    else "file"
+                    if info.isreg()
+                    else LINK
+                    if info.issym() or info.islnk()
+                    else SPECIAL
+                )
                 yield Member(info.name, kind, partial(tf.extractfile, info))
 
 

@@ -107,8 +107,9 @@ def archive_suffix(name: str) -> str | None:
     return next((s for s in ARCHIVES if low.endswith(s) and len(low) > len(s)), None)
 
 
-def unpack(source: Path, label: str, dest: Path, limits: ArchiveLimits = LIMITS
-           ) -> tuple[list[Found], list[tuple[str, str]]]:
+def unpack(
+    source: Path, label: str, dest: Path, limits: ArchiveLimits = LIMITS
+) -> tuple[list[Found], list[tuple[str, str]]]:
     """Unpack one PATH (archive, folder or file) into ``dest``: what was found, and the
     (file, why) of everything refused."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -135,8 +136,12 @@ class _Unpacker:
             members, show = folder_members(source, skip), lambda i: str(Path(label) / i)
         elif archive_suffix(source.name):
             depth, show = 1, lambda i: f"{label}: {i}"
-            members = self._members(source, lim.download_entries, lim.download_bytes,
-                                    f"more than {lim.download_entries} entries in one PATH")
+            members = self._members(
+                source,
+                lim.download_entries,
+                lim.download_bytes,
+                f"more than {lim.download_entries} entries in one PATH",
+            )
         else:
             members = iter([Member(source.name, "file", partial(source.open, "rb"))])
             show = lambda _: label  # noqa: E731
@@ -151,8 +156,7 @@ class _Unpacker:
                     self.entry(m, (), show, depth, budget)
                 except Refused as why:
                     skip.add(key)
-                    self.refuse(show(printable(m.name.replace("\\", "/").split("/")[0])),
-                                str(why))
+                    self.refuse(show(printable(m.name.replace("\\", "/").split("/")[0])), str(why))
         except (_Stop, Refused) as why:  # the PATH as a whole (as an archive: too many entries)
             self.refuse(label, str(why))
         except Exception as exc:  # a PATH that is not a readable archive or folder
@@ -160,8 +164,7 @@ class _Unpacker:
         self.drop([f for f in self.found if f.parts[0] in skip])
         return self.found, self.refused
 
-    def entry(self, m: Member, prefix: tuple[str, ...], show, depth: int, budget: _Budget
-              ) -> None:
+    def entry(self, m: Member, prefix: tuple[str, ...], show, depth: int, budget: _Budget) -> None:
         """One member: refused, listed, saved (a notebook) or unpacked (an archive)."""
         shown = show(printable(m.name))
         self.spend(budget, 1, 0)
@@ -199,8 +202,12 @@ class _Unpacker:
         self.nested.append(_Budget(0, 0, size=scratch.stat().st_size))
         try:
             cap = max(lim.ratio_floor, lim.ratio * scratch.stat().st_size)
-            members = self._members(scratch, budget.entries, cap,
-                                    f"more than {lim.upload_entries} entries in one upload")
+            members = self._members(
+                scratch,
+                budget.entries,
+                cap,
+                f"more than {lim.upload_entries} entries in one upload",
+            )
             for member in members:
                 self.entry(member, parts, lambda i: f"{shown}/{i}", depth, budget)
         except Refused as why:
@@ -216,8 +223,7 @@ class _Unpacker:
             scratch.unlink(missing_ok=True)
         return None
 
-    def _members(self, path: Path, entries: int, cap: int, too_many: str
-                 ) -> Iterator[Member]:
+    def _members(self, path: Path, entries: int, cap: int, too_many: str) -> Iterator[Member]:
         """An archive's members: at most ``entries`` of them (else refused: ``too_many``),
         unpacking to at most ``cap`` bytes in all when that can only be seen as a whole."""
         with path.open("rb") as fh:
@@ -225,8 +231,9 @@ class _Unpacker:
         if head.startswith(b"PK"):
             return zip_members(path, entries, f"refused: {too_many}")
         big = f"refused: unpacks to more than {self.limits.ratio} times its size"
-        return tar_members(path, head[:2] == b"\x1f\x8b", cap, big, self.limits.chunk,
-                           self.limits.header_bytes)
+        return tar_members(
+            path, head[:2] == b"\x1f\x8b", cap, big, self.limits.chunk, self.limits.header_bytes
+        )
 
     def save(self, m: Member, disk: Path, budget: _Budget) -> str | None:
         """Stream one file to ``disk``, counting its bytes: None, or why it was refused."""
@@ -242,8 +249,7 @@ class _Unpacker:
             disk.unlink(missing_ok=True)
         return why
 
-    def copy(self, src: BinaryIO, out: BinaryIO, packed: int | None, budget: _Budget
-             ) -> str | None:
+    def copy(self, src: BinaryIO, out: BinaryIO, packed: int | None, budget: _Budget) -> str | None:
         lim, written = self.limits, 0
         while chunk := src.read(lim.chunk):
             written += len(chunk)
@@ -258,13 +264,16 @@ class _Unpacker:
     def spend(self, budget: _Budget, entries: int, nbytes: int) -> None:
         lim = self.limits
         if not self.download.spend(entries, nbytes):
-            raise _Stop(f"stopped: more than {lim.download_entries} entries or "
-                        f"{lim.download_bytes // MiB} MiB unpacked in one PATH")
+            raise _Stop(
+                f"stopped: more than {lim.download_entries} entries or "
+                f"{lim.download_bytes // MiB} MiB unpacked in one PATH"
+            )
         if not budget.spend(entries, nbytes):
-            raise Refused(f"refused: more than {lim.upload_entries} entries in one upload"
-                          if budget.entries < 0 else
-                          f"refused: unpacks to more than {lim.upload_bytes // MiB} MiB "
-                          "in one upload")
+            raise Refused(
+                f"refused: more than {lim.upload_entries} entries in one upload"
+                if budget.entries < 0
+                else f"refused: unpacks to more than {lim.upload_bytes // MiB} MiB in one upload"
+            )
         if self.nested:
             inner = self.nested[-1]
             inner.unpacked += nbytes
@@ -288,5 +297,3 @@ class _Unpacker:
 def _stem(name: str) -> str:
     suffix = archive_suffix(name)
     return name[: -len(suffix)] if suffix else name
-
-

@@ -48,10 +48,10 @@ PRESETS = {
     # Canvas: <login>_[late_]<user id>_<submission id>_<file name>; an uploaded zip is a
     # folder of that name (without .zip), and every notebook in it is the uploader's
     "canvas": r"(?P<student_id>[^/_]+)_(?:late_|LATE_)?(?P<uploader>\d+)_\d+_"
-              r"(?:[^/]*/(?:.*/)?)?(?P<file_id>[^/]+)",
+    r"(?:[^/]*/(?:.*/)?)?(?P<file_id>[^/]+)",
     # Moodle: <Full Name>_<participant id>_assignsubmission_file_/<file name>
     "moodle": r"(?P<student_id>[^/_]+)_(?P<uploader>\d+)_assignsubmission_file_?/(?:.*/)?"
-              r"(?P<file_id>[^/]+)",
+    r"(?P<file_id>[^/]+)",
 }
 AUTO_ORDER = ("moodle", "canvas", "folders", "student")
 
@@ -72,7 +72,6 @@ Examples:
   python -m autograder collect 01_value ~/Downloads/submissions.zip --pattern canvas
   python -m autograder collect 01_value ~/marking/ --pattern '(?P<student_id>\\w+)-.*\\.ipynb'
 """
-
 
 
 @dataclass
@@ -121,8 +120,15 @@ def clean_student_id(raw: str) -> str | None:
     make an id that looks like another), more than 100 characters."""
     raw = unicodedata.normalize("NFC", raw)
     sid = " ".join(raw.split())
-    if (not sid or sid.startswith(".") or len(sid) > 100 or "/" in sid or "\\" in sid
-            or GLOB_CHARS & set(sid) or any(unicodedata.category(c)[0] == "C" for c in raw)):
+    if (
+        not sid
+        or sid.startswith(".")
+        or len(sid) > 100
+        or "/" in sid
+        or "\\" in sid
+        or GLOB_CHARS & set(sid)
+        or any(unicodedata.category(c)[0] == "C" for c in raw)
+    ):
         return None
     return sid
 
@@ -150,11 +156,16 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
         if m is None:
             continue
         top = rel.find("/")
-        inside = [g for g in ("student_id", "uploader", "timestamp")
-                  if g in pattern.groupindex and top >= 0 and m.end(g) > top]
+        inside = [
+            g
+            for g in ("student_id", "uploader", "timestamp")
+            if g in pattern.groupindex and top >= 0 and m.end(g) > top
+        ]
         if inside:
-            return None, (f"the {inside[0].replace('_', ' ')} must come from the top-level "
-                          "name (the LMS's name for the upload), not from inside an upload")
+            return None, (
+                f"the {inside[0].replace('_', ' ')} must come from the top-level "
+                "name (the LMS's name for the upload), not from inside an upload"
+            )
         groups = m.groupdict()
         sid = clean_student_id(groups.get("student_id") or "")
         if sid is None:
@@ -173,8 +184,13 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
                 stamp = parse_utc(groups["timestamp"])
             except (ValueError, OverflowError):
                 stamp = None
-        return Placement(sid, file_id, stamp, uploader=groups.get("uploader") or "",
-                         spelling=groups["student_id"]), ""
+        return Placement(
+            sid,
+            file_id,
+            stamp,
+            uploader=groups.get("uploader") or "",
+            spelling=groups["student_id"],
+        ), ""
     return None, "the file name does not match the pattern"
 
 
@@ -191,8 +207,9 @@ def choose_preset(rels: list[str], notebooks: list[str]) -> list[tuple[str, re.P
     return [(best, re.compile(PRESETS[best]))]
 
 
-def collect(assignment: str, paths: list[str], *, pattern: str = "auto", root=None,
-            force: bool = False) -> CollectReport:
+def collect(
+    assignment: str, paths: list[str], *, pattern: str = "auto", root=None, force: bool = False
+) -> CollectReport:
     course = open_course(root)
     if assignment not in course.assignments():
         raise GraderError(f"no assignment {assignment!r} in {course.source}")
@@ -273,13 +290,17 @@ def _zip_collect_app(course, assignment: str, staging: Path):
     return app
 
 
-def _zip_collect(app, assignment: str, staging: Path, winners: dict[str, Placement],
-                 report) -> Path:
+def _zip_collect(
+    app, assignment: str, staging: Path, winners: dict[str, Placement], report
+) -> Path:
     """nbgrader copies the chosen notebooks into staging/submitted/ (its own unpacking is
     not used: archives.unpack did it within limits)."""
     app.collector_plugin_inst.decisions = {
-        path: {"student_id": p.student, "file_id": p.file_id,
-               **({"timestamp": p.timestamp.isoformat(" ")} if p.timestamp else {})}
+        path: {
+            "student_id": p.student,
+            "file_id": p.file_id,
+            **({"timestamp": p.timestamp.isoformat(" ")} if p.timestamp else {}),
+        }
         for path, p in winners.items()
     }
     app.process_extracted_files()
@@ -306,8 +327,13 @@ def _refuse_ambiguous(placements: dict[str, Placement], report) -> None:
         claimants = max(len(spellings[key]), len(uploaders[key] - {None}))
         if claimants > 1:
             del placements[path]
-            report.not_placed.append((p.origin, f"refused: {claimants} different uploads "
-                                      f"claim student {p.student!r}; file it by hand"))
+            report.not_placed.append(
+                (
+                    p.origin,
+                    f"refused: {claimants} different uploads "
+                    f"claim student {p.student!r}; file it by hand",
+                )
+            )
 
 
 def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, Placement]:
@@ -331,16 +357,23 @@ def _resolve_duplicates(placements: dict[str, Placement], report) -> dict[str, P
         loser, winner = (other, p) if newer else (p, other)
         if newer:
             best[key] = (path, p)
-        report.not_placed.append((loser.origin, f"another copy for {winner.student}'s "
-                                  f"{winner.file_id} was kept: {winner.origin}"))
+        report.not_placed.append(
+            (
+                loser.origin,
+                f"another copy for {winner.student}'s {winner.file_id} was kept: {winner.origin}",
+            )
+        )
     return {path: p for path, p in best.values()}
 
 
 def _move_into_course(course, assignment, staged: Path, force: bool, report) -> None:
     if not staged.is_dir():
         return
-    known = {fold(d.name): d.name for d in course.submitted.iterdir()} if (
-        course.submitted.is_dir()) else {}
+    known = (
+        {fold(d.name): d.name for d in course.submitted.iterdir()}
+        if (course.submitted.is_dir())
+        else {}
+    )
     for sdir in sorted(staged.iterdir()):
         src = sdir / assignment
         if not src.is_dir():
@@ -350,9 +383,14 @@ def _move_into_course(course, assignment, staged: Path, force: bool, report) -> 
         if twin != sdir.name:
             report.students[sdir.name] = "refused"
             report.placed = [p for p in report.placed if not p.startswith(f"{sdir.name}/")]
-            report.not_placed += [(f"{sdir.name}/{f.name}", f"refused: submitted/{twin} is "
-                                   "the same id but for case or Unicode form; file it by hand")
-                                  for f in sorted(src.iterdir())]
+            report.not_placed += [
+                (
+                    f"{sdir.name}/{f.name}",
+                    f"refused: submitted/{twin} is "
+                    "the same id but for case or Unicode form; file it by hand",
+                )
+                for f in sorted(src.iterdir())
+            ]
             continue
         if dest.exists():
             if folder_digest(dest) == folder_digest(src):
@@ -361,9 +399,14 @@ def _move_into_course(course, assignment, staged: Path, force: bool, report) -> 
             if not force:
                 report.students[sdir.name] = "kept"
                 for f in sorted(src.iterdir()):
-                    report.not_placed.append((f"{sdir.name}/{f.name}", "this student already "
-                                              "has a different submission in submitted/ "
-                                              "(use --force to replace it)"))
+                    report.not_placed.append(
+                        (
+                            f"{sdir.name}/{f.name}",
+                            "this student already "
+                            "has a different submission in submitted/ "
+                            "(use --force to replace it)",
+                        )
+                    )
                 continue
             report.students[sdir.name] = "replaced"
             old = dest.with_name(f".{assignment}.old")

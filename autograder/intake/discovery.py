@@ -22,8 +22,11 @@ class Submission:
     folder: Path
 
 
-def discover(course: Course, assignments: list[str] | None, students: list[str] | None,
-             ) -> tuple[list[Submission], list[str]]:
+def discover(
+    course: Course,
+    assignments: list[str] | None,
+    students: list[str] | None,
+) -> tuple[list[Submission], list[str]]:
     """Submissions to consider, and problems with the submitted folder (never ignored)."""
     known = set(course.assignments())
     wanted_a = list(dict.fromkeys(assignments or []))
@@ -39,26 +42,32 @@ def discover(course: Course, assignments: list[str] | None, students: list[str] 
             problems.append(f"submitted/{sdir.name} is a file, not a student folder: not graded")
             continue
         if sdir.name.startswith("."):
-            problems.append(f"submitted/{sdir.name}: a hidden folder is not a student: "
-                            "not graded")
+            problems.append(f"submitted/{sdir.name}: a hidden folder is not a student: not graded")
             continue
         found += _assignments_of(sdir, known, wanted_a, problems)
     have = {s.student for s in found}
     for student in wanted_s:
         if student not in have:
-            problems.append(f"no submission from student {student!r}"
-                            + (f" for {', '.join(wanted_a)}" if wanted_a else ""))
+            problems.append(
+                f"no submission from student {student!r}"
+                + (f" for {', '.join(wanted_a)}" if wanted_a else "")
+            )
     for sub in found:
         if GLOB_CHARS & set(sub.student):
-            problems.append(f"student id {sub.student!r} has characters (*?[]) that "
-                            "nbgrader's formgrader and feedback cannot handle: rename "
-                            "the folder")
+            problems.append(
+                f"student id {sub.student!r} has characters (*?[]) that "
+                "nbgrader's formgrader and feedback cannot handle: rename "
+                "the folder"
+            )
     return found, problems
 
 
-
-def _assignments_of(sdir: Path, known: set[str], wanted: list[str], problems: list[str],
-                    ) -> list[Submission]:
+def _assignments_of(
+    sdir: Path,
+    known: set[str],
+    wanted: list[str],
+    problems: list[str],
+) -> list[Submission]:
     """One student's submitted assignment folders (``wanted`` ones, or all); what else is
     in the student's folder goes to ``problems``."""
     found = []
@@ -66,12 +75,14 @@ def _assignments_of(sdir: Path, known: set[str], wanted: list[str], problems: li
         if adir.name in IGNORED:
             continue
         if not adir.is_dir():
-            problems.append(f"submitted/{sdir.name}/{adir.name} is not in an assignment "
-                            "folder: not graded")
+            problems.append(
+                f"submitted/{sdir.name}/{adir.name} is not in an assignment folder: not graded"
+            )
         elif adir.name not in known:
             if not wanted:
-                problems.append(f"submitted/{sdir.name}/{adir.name}: no such assignment "
-                                "in source/: not graded")
+                problems.append(
+                    f"submitted/{sdir.name}/{adir.name}: no such assignment in source/: not graded"
+                )
         elif not wanted or adir.name in wanted:
             found.append(Submission(sdir.name, adir.name, adir))
     return found

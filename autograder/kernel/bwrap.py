@@ -35,8 +35,16 @@ SCRATCH_SIZE = 1024 * MiB  # default size of the kernel's home (with its folder)
 SHM_SIZE = 64 * MiB
 MAX_FILES = 400  # files copied into a kernel's folder (each takes a descriptor)
 NOBODY = 65534
-KEEP_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-            "MKL_NUM_THREADS", "NBGRADER_EXECUTION")
+KEEP_ENV = (
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NBGRADER_EXECUTION",
+)
 PASSWD = f"student:x:{UID}:{GID}:student:{HOME}:/bin/sh\nnobody:x:{NOBODY}:{NOBODY}::/:/bin/false\n"
 GROUP = f"student:x:{GID}:\nnogroup:x:{NOBODY}:\n"
 
@@ -53,21 +61,53 @@ def bwrap_program() -> str | None:
 def base_args() -> list[str]:
     """Namespaces, no capabilities, and the system (read-only) without the Python
     environment or any writable place but size-capped tmpfs."""
-    args = ["--unshare-all", "--unshare-user", "--uid", str(UID), "--gid", str(GID),
-            "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--hostname", "grading", "--ro-bind", "/usr", "/usr"]
+    args = [
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        str(UID),
+        "--gid",
+        str(GID),
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "grading",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(name):
             args += ["--symlink", os.readlink(name), name]
         elif os.path.isdir(name):
             args += ["--ro-bind", name, name]
-    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts",
-                 "/etc/alternatives", "/etc/localtime", "/etc/mime.types",
-                 "/var/cache/fontconfig"):
+    for name in (
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/fonts",
+        "/etc/alternatives",
+        "/etc/localtime",
+        "/etc/mime.types",
+        "/var/cache/fontconfig",
+    ):
         if os.path.exists(name):
             args += ["--ro-bind", name, name]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(SHM_SIZE), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(SHM_SIZE),
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+    ]
     return args
 
 
@@ -80,8 +120,14 @@ def environment_binds() -> list[tuple[str, str]]:
 
     from ..course import ROOT
 
-    wanted = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-              os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages()}
+    wanted = {
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *site.getsitepackages(),
+    }
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         with contextlib.suppress(KeyError):
             wanted.add(sysconfig.get_paths()[key])
@@ -95,8 +141,10 @@ def environment_binds() -> list[tuple[str, str]]:
     root = os.path.realpath(ROOT)
     for real, _ in pairs:
         if root == real or root.startswith(real.rstrip("/") + "/"):
-            raise SandboxUnavailable(f"the Python environment at {real} contains the course "
-                                     f"folder {root}: install it elsewhere to sandbox kernels")
+            raise SandboxUnavailable(
+                f"the Python environment at {real} contains the course "
+                f"folder {root}: install it elsewhere to sandbox kernels"
+            )
     return [p for p in sorted(pairs, key=lambda p: (len(p[1]), p)) if not _covered(p, pairs)]
 
 
@@ -104,8 +152,11 @@ def _covered(pair: tuple[str, str], pairs) -> bool:
     """``pair`` is inside another bind that already shows the same files there."""
     src, dest = pair
     for src2, dest2 in pairs:
-        if ((src2, dest2) != pair and dest.startswith(dest2.rstrip("/") + "/")
-                and os.path.join(src2, os.path.relpath(dest, dest2)) == src):
+        if (
+            (src2, dest2) != pair
+            and dest.startswith(dest2.rstrip("/") + "/")
+            and os.path.join(src2, os.path.relpath(dest, dest2)) == src
+        ):
             return True
     return False
 
@@ -114,10 +165,18 @@ def bwrap_env(host: dict) -> dict:
     """The whole environment of bwrap and the kernel: nothing of the grader's."""
     bindir = os.path.dirname(sys.executable)
     path = [bindir] + [p for p in ("/usr/local/bin", "/usr/bin", "/bin") if p != bindir]
-    env = {"PATH": os.pathsep.join(path), "HOME": HOME, "USER": "student",
-           "LOGNAME": "student", "SHELL": "/bin/sh", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-           "COURSEKIT_NO_SELF_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1",
-           "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env = {
+        "PATH": os.pathsep.join(path),
+        "HOME": HOME,
+        "USER": "student",
+        "LOGNAME": "student",
+        "SHELL": "/bin/sh",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "COURSEKIT_NO_SELF_CHECK": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
     env.update({name: host[name] for name in KEEP_ENV if host.get(name)})
     return env
 
@@ -197,24 +256,56 @@ def work_folder(cwd: str | None) -> Path | None:
     return Path(real)
 
 
-def kernel_command(kernel_cmd: list[str], cwd: Path | None, ipc: Path, fds: list[int],
-                   size: int = SCRATCH_SIZE) -> list[str]:
+def kernel_command(
+    kernel_cmd: list[str], cwd: Path | None, ipc: Path, fds: list[int], size: int = SCRATCH_SIZE
+) -> list[str]:
     """The whole ``bwrap ... -- kernel`` command line (see the module docstring)."""
     binds = environment_binds()
-    args = [bwrap_program() or "bwrap", *base_args(),
-            "--size", str(size), "--tmpfs", "/tmp", "--size", str(size), "--tmpfs", HOME,
-            "--ro-bind-data", _data_fd(PASSWD, fds), "/etc/passwd",
-            "--ro-bind-data", _data_fd(GROUP, fds), "/etc/group"]
+    args = [
+        bwrap_program() or "bwrap",
+        *base_args(),
+        "--size",
+        str(size),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(size),
+        "--tmpfs",
+        HOME,
+        "--ro-bind-data",
+        _data_fd(PASSWD, fds),
+        "/etc/passwd",
+        "--ro-bind-data",
+        _data_fd(GROUP, fds),
+        "/etc/group",
+    ]
     for src, dest in binds:
         args += ["--ro-bind", src, dest]
     fonts = matplotlib_cache()
     if fonts is not None:
-        args += ["--dir", f"{HOME}/.cache/matplotlib",
-                 *copy_folder(fonts, f"{HOME}/.cache/matplotlib", fds)]
-    args += ["--dir", WORK, *(copy_folder(cwd, WORK, fds) if cwd else []),
-             "--bind", str(ipc), str(ipc), "--remount-ro", "/",
-             "--chdir", WORK, "--setenv", "JPY_PARENT_PID", "1",
-             "--unsetenv", "AUTOGRADER_TASK", "--"]  # the launcher's marker: host-side only
+        args += [
+            "--dir",
+            f"{HOME}/.cache/matplotlib",
+            *copy_folder(fonts, f"{HOME}/.cache/matplotlib", fds),
+        ]
+    args += [
+        "--dir",
+        WORK,
+        *(copy_folder(cwd, WORK, fds) if cwd else []),
+        "--bind",
+        str(ipc),
+        str(ipc),
+        "--remount-ro",
+        "/",
+        "--chdir",
+        WORK,
+        "--setenv",
+        "JPY_PARENT_PID",
+        "1",
+        "--unsetenv",
+        "AUTOGRADER_TASK",
+        "--",
+    ]  # the launcher's marker: host-side only
     return args + kernel_arguments(kernel_cmd, binds)
 
 
@@ -259,15 +350,34 @@ def matplotlib_cache() -> Path | None:
         return None  # no cache: kernels that import matplotlib build their own
     try:
         binds = environment_binds()
-        cmd = [bwrap_program() or "bwrap", *base_args(), "--size", str(SCRATCH_SIZE),
-               "--tmpfs", "/tmp", "--size", str(SCRATCH_SIZE), "--tmpfs", HOME]
+        cmd = [
+            bwrap_program() or "bwrap",
+            *base_args(),
+            "--size",
+            str(SCRATCH_SIZE),
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            str(SCRATCH_SIZE),
+            "--tmpfs",
+            HOME,
+        ]
         for src, dest in binds:
             cmd += ["--ro-bind", src, dest]
-        cmd += ["--bind", str(building), f"{HOME}/.cache/matplotlib", "--remount-ro", "/",
-                "--chdir", HOME, "--", sys.executable, "-c",
-                "import matplotlib.font_manager"]
-        run = subprocess.run(cmd, env=bwrap_env(dict(os.environ)), capture_output=True,
-                             timeout=300)
+        cmd += [
+            "--bind",
+            str(building),
+            f"{HOME}/.cache/matplotlib",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            HOME,
+            "--",
+            sys.executable,
+            "-c",
+            "import matplotlib.font_manager",
+        ]
+        run = subprocess.run(cmd, env=bwrap_env(dict(os.environ)), capture_output=True, timeout=300)
         if run.returncode != 0 or not any(building.glob("fontlist-*.json")):
             return None
         with contextlib.suppress(OSError):  # unless another worker made it first

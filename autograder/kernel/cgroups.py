@@ -65,7 +65,7 @@ def _own(controller: str) -> str | None:
 
 def _join(mount: str, root: str, path: str) -> Path:
     if root != "/" and path.startswith(root):
-        path = path[len(root):]
+        path = path[len(root) :]
     return Path(mount) / path.lstrip("/")
 
 
@@ -167,7 +167,7 @@ def sweep(status: CpuStatus) -> None:
     for base in status.bases:
         for folder in Path(base).glob(f"{PREFIX}*"):
             with contextlib.suppress(ValueError, IndexError):
-                pid = int(folder.name[len(PREFIX):].split("-")[0])
+                pid = int(folder.name[len(PREFIX) :].split("-")[0])
                 if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
                     KernelGroup(status.level, [folder]).remove()
 

@@ -62,8 +62,10 @@ class Guard:
         """Count a message of ``size`` bytes; False if it must not be parsed."""
         self.sent += size
         if size > self.limits.message:
-            self.stop(f"it sent a message of {size / MiB:.0f} MiB (limit "
-                      f"{self.limits.message / MiB:g} MiB)")
+            self.stop(
+                f"it sent a message of {size / MiB:.0f} MiB (limit "
+                f"{self.limits.message / MiB:g} MiB)"
+            )
         elif self.sent > self.limits.sent:
             self.stop(f"it sent over {self.limits.sent / MiB:g} MiB while one cell ran")
         return not self.why
@@ -95,13 +97,23 @@ class Guard:
             return None
         self.told = True
         text = f"the grading kernel was stopped: {self.why}"
-        header = {"msg_id": uuid.uuid4().hex, "msg_type": "error",
-                  "date": datetime.now(UTC), "session": "", "username": "",
-                  "version": "5.3"}
-        return {"header": header, "msg_id": header["msg_id"], "msg_type": "error",
-                "parent_header": {"msg_id": self.parent}, "metadata": {}, "buffers": [],
-                "content": {"ename": STOPPED, "evalue": text,
-                            "traceback": [f"{STOPPED}: {text}"]}}
+        header = {
+            "msg_id": uuid.uuid4().hex,
+            "msg_type": "error",
+            "date": datetime.now(UTC),
+            "session": "",
+            "username": "",
+            "version": "5.3",
+        }
+        return {
+            "header": header,
+            "msg_id": header["msg_id"],
+            "msg_type": "error",
+            "parent_header": {"msg_id": self.parent},
+            "metadata": {},
+            "buffers": [],
+            "content": {"ename": STOPPED, "evalue": text, "traceback": [f"{STOPPED}: {text}"]},
+        }
 
     def stop(self, why: str) -> None:
         if not self.why:

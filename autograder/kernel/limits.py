@@ -71,31 +71,45 @@ class Limits(Configurable):
     ``grade``'s command line overrides some for one run (``for_course``), and its workers
     get the run's values as configuration (``as_config``)."""
 
-    cell_timeout = Integer(min=0, help="seconds one cell may run before it is interrupted "
-                           "(0: no limit; default: c.Execute.timeout, else 60)").tag(config=True)
+    cell_timeout = Integer(
+        min=0,
+        help="seconds one cell may run before it is interrupted "
+        "(0: no limit; default: c.Execute.timeout, else 60)",
+    ).tag(config=True)
     wall = Integer(300, min=0, help="seconds a whole notebook may run (0: no limit)").tag(
-        config=True)
+        config=True
+    )
     memory = Bytes(3 * GiB, min=1, help="address space of each kernel").tag(config=True)
-    processes = Integer(256, min=0, help="processes a kernel may add (only enforced for "
-                        "non-root users)").tag(config=True)
-    file_size = Bytes(1 * GiB, min=0, help="the largest file a kernel may write").tag(
-        config=True)
-    output = Bytes(1_000_000, min=0, help="bytes of output kept per cell; the rest is "
-                   "dropped").tag(config=True)
-    message = Bytes(32 * MiB, min=1, help="the largest message a kernel may send (over "
-                    "ZeroMQ)").tag(config=True)
+    processes = Integer(
+        256, min=0, help="processes a kernel may add (only enforced for non-root users)"
+    ).tag(config=True)
+    file_size = Bytes(1 * GiB, min=0, help="the largest file a kernel may write").tag(config=True)
+    output = Bytes(1_000_000, min=0, help="bytes of output kept per cell; the rest is dropped").tag(
+        config=True
+    )
+    message = Bytes(
+        32 * MiB, min=1, help="the largest message a kernel may send (over ZeroMQ)"
+    ).tag(config=True)
     sent = Bytes(256 * MiB, min=1, help="bytes a kernel may send while one cell runs").tag(
-        config=True)
-    log = Bytes(64 * 1024, min=0, help="bytes kept of the kernel's own stdout and stderr "
-                "(kernel.log)").tag(config=True)
-    cpus = Float(1.0, min=0.01, help="cores a kernel and all its processes share "
-                 "(cgroups.py)").tag(config=True)
-    cpu_time = Integer(0, min=0, help="CPU seconds a kernel may use in all (0: the "
-                       "notebook's wall limit)").tag(config=True)
-    attempts = Integer(3, min=1, help="runs of a notebook at most (after a crash the rest "
-                       "is run again)").tag(config=True)
-    sandbox = Enum(SANDBOX_MODES, "auto", help="kernels under bubblewrap: auto (when this "
-                   "machine can), require or off (sandbox.py)").tag(config=True)
+        config=True
+    )
+    log = Bytes(
+        64 * 1024, min=0, help="bytes kept of the kernel's own stdout and stderr (kernel.log)"
+    ).tag(config=True)
+    cpus = Float(1.0, min=0.01, help="cores a kernel and all its processes share (cgroups.py)").tag(
+        config=True
+    )
+    cpu_time = Integer(
+        0, min=0, help="CPU seconds a kernel may use in all (0: the notebook's wall limit)"
+    ).tag(config=True)
+    attempts = Integer(
+        3, min=1, help="runs of a notebook at most (after a crash the rest is run again)"
+    ).tag(config=True)
+    sandbox = Enum(
+        SANDBOX_MODES,
+        "auto",
+        help="kernels under bubblewrap: auto (when this machine can), require or off (sandbox.py)",
+    ).tag(config=True)
 
     def __init__(self, **kwargs):
         """``Limits(wall=240, ...)``, ``Limits(config=...)`` or ``Limits(parent=...)``:
@@ -108,8 +122,9 @@ class Limits(Configurable):
         except TraitError as exc:
             found = re.search(r"'(\w+)' trait", str(exc))
             setting = f"c.Limits.{found.group(1)}" if found else "c.Limits"
-            raise LimitError(f"bad limit {setting} (nbgrader_config.py, or grade's command "
-                             f"line): {exc}") from None
+            raise LimitError(
+                f"bad limit {setting} (nbgrader_config.py, or grade's command line): {exc}"
+            ) from None
 
     @default("cell_timeout")
     def _execute_timeout(self) -> int:
@@ -171,8 +186,10 @@ class Limits(Configurable):
         return self.cpu_time or int(self.wall * max(1.0, self.cpus))
 
     def describe(self) -> str:
-        return (f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
-                f"{self.memory / GiB:g} GiB of memory")
+        return (
+            f"{self.cell_timeout} s per cell, {self.wall} s per notebook, "
+            f"{self.memory / GiB:g} GiB of memory"
+        )
 
 
 def _from_values(values: dict) -> Limits:
@@ -206,8 +223,7 @@ def kernel_rlimits(limits: Limits) -> list[tuple[str, int]]:
     may write, no core dumps, the CPU time of each of its processes, and
     ``limits.processes`` more tasks than this user runs now (RLIMIT_NPROC counts every
     thread of the user, machine-wide; root is exempt, see docs/grading.md)."""
-    out = [("RLIMIT_AS", limits.memory), ("RLIMIT_FSIZE", limits.file_size),
-           ("RLIMIT_CORE", 0)]
+    out = [("RLIMIT_AS", limits.memory), ("RLIMIT_FSIZE", limits.file_size), ("RLIMIT_CORE", 0)]
     if limits.cpu_seconds() > 0:
         out.append(("RLIMIT_CPU", limits.cpu_seconds()))
     if os.geteuid() != 0:
@@ -227,17 +243,28 @@ def _user_tasks() -> int:
     return tasks
 
 
-def kernel_command(argv: list[str], limits: Limits, token: str, log: str | None = None,
-                   cgroups: list[str] = (), log_cap: int | None = None) -> list[str]:
+def kernel_command(
+    argv: list[str],
+    limits: Limits,
+    token: str,
+    log: str | None = None,
+    cgroups: list[str] = (),
+    log_cap: int | None = None,
+) -> list[str]:
     """``argv`` (a kernel's command line) started through ``launch.py``, which moves
     itself into the kernel's control group (``cgroups``: its ``cgroup.procs`` files), sets
     the kernel's limits and ``TASK_MARKER=token``, sends its own stdout and stderr to
     ``log`` (a new file; with ``log_cap``, through a pipe of which a small process keeps
     that many bytes), and then execs it (same process: nothing stays in between)."""
-    spec = {"rlimits": kernel_rlimits(limits), "env": {TASK_MARKER: token},
-            "defaults": {name: "1" for name in KERNEL_THREADS}, "log": log or os.devnull,
-            "log_cap": log_cap if log else None, "cgroups": list(cgroups),
-            "unset": ["MALLOC_TRIM_THRESHOLD_"]}  # Dask sets it for its workers: not kernels
+    spec = {
+        "rlimits": kernel_rlimits(limits),
+        "env": {TASK_MARKER: token},
+        "defaults": {name: "1" for name in KERNEL_THREADS},
+        "log": log or os.devnull,
+        "log_cap": log_cap if log else None,
+        "cgroups": list(cgroups),
+        "unset": ["MALLOC_TRIM_THRESHOLD_"],
+    }  # Dask sets it for its workers: not kernels
     spec["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
     launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
     return [sys.executable, "-I", "-S", launcher, json.dumps(spec), *argv]

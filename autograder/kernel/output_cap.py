@@ -85,8 +85,9 @@ def cap(msg: dict, rewrites: int, limit: int, kept: Counter, dropped: Counter) -
 
 def _mend(content: dict) -> None:
     transient = content.get("transient")
-    if transient is not None and not (isinstance(transient, dict)
-                                      and isinstance(transient.get("display_id", ""), str)):
+    if transient is not None and not (
+        isinstance(transient, dict) and isinstance(transient.get("display_id", ""), str)
+    ):
         content.pop("transient")
     count = content.get("execution_count")
     if "execution_count" in content and not (type(count) is int or count is None):
@@ -99,7 +100,7 @@ def shorten_error(content: dict, room: int) -> dict:
     ename = str(content.get("ename", ""))[:100]
     evalue = str(content.get("evalue", ""))
     if len(evalue) > room // 4:
-        evalue = evalue[:room // 4] + " [...]"
+        evalue = evalue[: room // 4] + " [...]"
     lines = content.get("traceback")
     lines = [str(line) for line in lines[-200:]] if isinstance(lines, list) else []
     left = room - len(ename) - len(evalue)
@@ -108,7 +109,7 @@ def shorten_error(content: dict, room: int) -> dict:
         if left <= 16:
             break
         if len(line) > left:
-            line = "[...] " + line[len(line) - left + 6:]
+            line = "[...] " + line[len(line) - left + 6 :]
         tail.insert(0, line)
         left -= len(line)
     note = "[this error was too long: part of it was not kept]"

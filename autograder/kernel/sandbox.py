@@ -76,17 +76,34 @@ def sandbox_status() -> Status:
         if found and tuple(map(int, found.groups())) < MIN_VERSION:
             return Status(NONE, f"bubblewrap {found.group(0)} is too old: 0.8 or newer is needed")
         binds = [a for src, dest in bwrap.environment_binds() for a in ("--ro-bind", src, dest)]
-        run = subprocess.run([program, *bwrap.base_args(), *binds, "--remount-ro", "/", "--",
-                              sys.executable, "-c", "pass"],
-                             capture_output=True, text=True, timeout=30, env=bwrap.bwrap_env({}))
+        run = subprocess.run(
+            [
+                program,
+                *bwrap.base_args(),
+                *binds,
+                "--remount-ro",
+                "/",
+                "--",
+                sys.executable,
+                "-c",
+                "pass",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=bwrap.bwrap_env({}),
+        )
     except SandboxUnavailable as exc:
         return Status(NONE, str(exc))
     except (OSError, subprocess.SubprocessError) as exc:
         return Status(NONE, f"bubblewrap did not run: {exc}")
     if run.returncode != 0:
         said = (run.stderr.strip().splitlines() or [f"exit code {run.returncode}"])[-1]
-        return Status(NONE, f"bubblewrap cannot make a sandbox here: {said.strip()[:160]}; "
-                            "are user namespaces disabled?")
+        return Status(
+            NONE,
+            f"bubblewrap cannot make a sandbox here: {said.strip()[:160]}; "
+            "are user namespaces disabled?",
+        )
     return Status(BUBBLEWRAP)
 
 
@@ -117,20 +134,27 @@ def check_for_grading(mode: str, stream) -> str:
         return "off"
     status, cpu = sandbox_status(), cgroups.cpu_status()
     if mode == "require" and status.level != BUBBLEWRAP:
-        raise SandboxUnavailable(f"--require-sandbox: grading kernels cannot be sandboxed: "
-                                 f"{status.reason}")
+        raise SandboxUnavailable(
+            f"--require-sandbox: grading kernels cannot be sandboxed: {status.reason}"
+        )
     if mode == "require" and cpu.level == cgroups.NONE:
-        raise SandboxUnavailable(f"--require-sandbox: grading kernels' CPU cannot be "
-                                 f"confined: {cpu.reason}")
+        raise SandboxUnavailable(
+            f"--require-sandbox: grading kernels' CPU cannot be confined: {cpu.reason}"
+        )
     said = []
     if status.level != BUBBLEWRAP:
-        said.append(f"isolation: none ({status.reason}): grading kernels run unsandboxed, "
-                    "as before")
+        said.append(
+            f"isolation: none ({status.reason}): grading kernels run unsandboxed, as before"
+        )
     if cpu.level == cgroups.NONE:
         said.append(f"cpu: not confined ({cpu.reason}): a kernel may slow the others")
     if said:
-        print("; ".join(said) + "; see docs/grading.md, Isolation (--require-sandbox makes "
-              "this an error)", file=stream, flush=True)
+        print(
+            "; ".join(said) + "; see docs/grading.md, Isolation (--require-sandbox makes "
+            "this an error)",
+            file=stream,
+            flush=True,
+        )
     return "require" if status.level == BUBBLEWRAP else "off"
 
 
@@ -155,10 +179,8 @@ class LimitedKernelManager(AsyncKernelManager):
     anew, capped, removed with the kernel), and what it sends capped and watched by its
     ``Guard`` (channels.py)."""
 
-    token = Unicode("", help="marks the kernel and what it starts as this task's").tag(
-        config=True)
-    kernel_log = Unicode("", help="file for the kernel's own stdout and stderr").tag(
-        config=True)
+    token = Unicode("", help="marks the kernel and what it starts as this task's").tag(config=True)
+    kernel_log = Unicode("", help="file for the kernel's own stdout and stderr").tag(config=True)
 
     client_class = DottedObjectName("autograder.kernel.channels.LimitedKernelClient")
     client_factory = Type(LimitedKernelClient, klass=AsyncKernelClient)
@@ -182,8 +204,9 @@ class LimitedKernelManager(AsyncKernelManager):
         self._group = cgroups.KernelGroup.create(limits.cpus)
         self.guard = Guard(self, limits)
         procs = self._group.procs_files if self._group is not None else []
-        return oslimits.kernel_command(cmd, limits, self.token, self.kernel_log or None,
-                                       cgroups=procs, log_cap=limits.log)
+        return oslimits.kernel_command(
+            cmd, limits, self.token, self.kernel_log or None, cgroups=procs, log_cap=limits.log
+        )
 
     def format_kernel_cmd(self, extra_arguments=None):
         return self.limited(super().format_kernel_cmd(extra_arguments))
@@ -230,9 +253,11 @@ class SandboxedKernelManager(LimitedKernelManager):
     (a signal to bwrap would not reach the kernel); shutting the kernel down removes
     everything it had."""
 
-    scratch_size = Integer(bwrap.SCRATCH_SIZE, help="bytes the kernel may keep in its home "
-                           "(with its working folder), and again in /tmp (tmpfs, in memory)"
-                           ).tag(config=True)
+    scratch_size = Integer(
+        bwrap.SCRATCH_SIZE,
+        help="bytes the kernel may keep in its home "
+        "(with its working folder), and again in /tmp (tmpfs, in memory)",
+    ).tag(config=True)
 
     client_class = DottedObjectName("autograder.kernel.sandbox.SandboxedKernelClient")
     client_factory = Type(SandboxedKernelClient, klass=AsyncKernelClient)
@@ -263,10 +288,19 @@ class SandboxedKernelManager(LimitedKernelManager):
         assert self._scratch is not None
         fds: list[int] = []
         try:
-            cmd = bwrap.kernel_command(kernel_cmd, bwrap.work_folder(kw.get("cwd")),
-                                       self._scratch / "ipc", fds, self.scratch_size)
-            kw.update(env=bwrap.bwrap_env(kw.get("env") or {}), cwd=str(self._scratch),
-                      pass_fds=tuple(fds), preexec_fn=bwrap.hard_limits)
+            cmd = bwrap.kernel_command(
+                kernel_cmd,
+                bwrap.work_folder(kw.get("cwd")),
+                self._scratch / "ipc",
+                fds,
+                self.scratch_size,
+            )
+            kw.update(
+                env=bwrap.bwrap_env(kw.get("env") or {}),
+                cwd=str(self._scratch),
+                pass_fds=tuple(fds),
+                preexec_fn=bwrap.hard_limits,
+            )
             await super()._async_launch_kernel(self.limited(cmd), **kw)
         except BaseException:
             self._remove_scratch()

@@ -43,8 +43,7 @@ from ..verdicts.probe import MIME, kernel_load, kernel_request
 
 RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events": [Event]}
 
-SKIPPED = ("this cell crashed or hung the grading kernel in an earlier run, so it was not "
-           "run again")
+SKIPPED = "this cell crashed or hung the grading kernel in an earlier run, so it was not run again"
 DEMO = "[a demonstration: not run while grading]\n"
 
 
@@ -59,10 +58,13 @@ class GuardedExecute(Execute):
 
     skip_cells = Dict({}, help="notebook name -> indices of cells not to run").tag(config=True)
     progress_file = Unicode("", help="where to note the cell being run").tag(config=True)
-    seed = Integer(0, help="the hidden tests' inputs are drawn from this seed (0: a new "
-                   "one for every notebook)").tag(config=True)
-    skip_tags = List(["demo"], help="cells with these tags are not run, unless they are "
-                     "solution or test cells").tag(config=True)
+    seed = Integer(
+        0,
+        help="the hidden tests' inputs are drawn from this seed (0: a new one for every notebook)",
+    ).tag(config=True)
+    skip_tags = List(
+        ["demo"], help="cells with these tags are not run, unless they are solution or test cells"
+    ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._limits = oslimits.Limits(config=self.config)
@@ -82,8 +84,9 @@ class GuardedExecute(Execute):
         self._key: bytes | None = None  # the probe's, once it is loaded
         self._loaded = False
         self._targets = verdicts.exercise_targets(self._assignment)
-        self._pending = Counter(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-                                if verdicts.is_test_cell(c))
+        self._pending = Counter(
+            c.metadata["nbgrader"]["grade_id"] for c in nb.cells if verdicts.is_test_cell(c)
+        )
         self._deferred: list[tuple[int, object]] = []
         isolation = sandboxing.isolation_for(self._limits.sandbox)
         self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
@@ -122,8 +125,9 @@ class GuardedExecute(Execute):
         budget = self._budget()
         if budget <= 0:
             self._event("wall", index, cell)
-            self._stop(f"the notebook used up its {self._limits.wall:g} s time limit before "
-                       "this cell")
+            self._stop(
+                f"the notebook used up its {self._limits.wall:g} s time limit before this cell"
+            )
             cell.outputs = [error_output("NotRun", self._stopped)]
             return cell, resources
         if self._last_run is not None and not self._kernel_alive():
@@ -159,29 +163,43 @@ class GuardedExecute(Execute):
             cell = self.execute_cell(cell, index, store_history=True)
         except DeadKernelError:
             self._event("died", index, cell)
-            cell.outputs.append(error_output(
-                "KernelDied", "the grading kernel stopped while running this cell (exit, "
-                "os._exit, a crash or too much memory)"))
+            cell.outputs.append(
+                error_output(
+                    "KernelDied",
+                    "the grading kernel stopped while running this cell (exit, "
+                    "os._exit, a crash or too much memory)",
+                )
+            )
             self._stop("the grading kernel had stopped in an earlier cell")
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             # What came back was not a Jupyter message (a cell wrote into the kernel's
             # sockets): this kernel can no longer be believed.
             self._event("died", index, cell)
-            cell.outputs.append(error_output(
-                "KernelDied", "the grading kernel sent bytes that are not a Jupyter message"))
+            cell.outputs.append(
+                error_output(
+                    "KernelDied", "the grading kernel sent bytes that are not a Jupyter message"
+                )
+            )
             self._kill_kernel()
             self._stop("the grading kernel broke its connection in an earlier cell")
         except CellTimeoutError:
             if self._timed_out:
                 self._event("stuck", index, cell)
-                cell.outputs.append(error_output(
-                    "CellTimeoutError", f"this cell ran past the {self._limit} s limit and "
-                    "did not stop when interrupted"))
+                cell.outputs.append(
+                    error_output(
+                        "CellTimeoutError",
+                        f"this cell ran past the {self._limit} s limit and "
+                        "did not stop when interrupted",
+                    )
+                )
                 self._kill_kernel()
                 self._stop("an earlier cell did not stop when interrupted")
             else:  # the reply came, the last outputs did not: carry on
-                cell.outputs.append(new_output("stream", name="stdout",
-                                               text="\n[some output of this cell was lost]\n"))
+                cell.outputs.append(
+                    new_output(
+                        "stream", name="stdout", text="\n[some output of this cell was lost]\n"
+                    )
+                )
         else:
             if self._timed_out:
                 self._event("wall" if self._wall_bound else "timeout", index, cell)
@@ -189,8 +207,11 @@ class GuardedExecute(Execute):
                 self._event("memory", index, cell)
         for name, size in self._dropped.items():
             stream = "stderr" if name == "stderr" else "stdout"
-            cell.outputs.append(new_output("stream", name=stream, text=(
-                f"\n[{size} more bytes of output were not kept]\n")))
+            cell.outputs.append(
+                new_output(
+                    "stream", name=stream, text=(f"\n[{size} more bytes of output were not kept]\n")
+                )
+            )
         if self._dropped:
             self._event("output", index, cell)
         self._last_run = index
@@ -199,8 +220,11 @@ class GuardedExecute(Execute):
     def _is_demo(self, cell) -> bool:
         md = cell.metadata.get("nbgrader", {})
         tags = cell.metadata.get("tags", [])
-        return (any(t in tags for t in self.skip_tags) and not md.get("solution")
-                and not md.get("grade"))
+        return (
+            any(t in tags for t in self.skip_tags)
+            and not md.get("solution")
+            and not md.get("grade")
+        )
 
     # -- hidden tests ------------------------------------------------------------------------
 
@@ -237,8 +261,12 @@ class GuardedExecute(Execute):
             self._deferred = []
 
     def _still_pending(self) -> set[str]:
-        return {target for gid, n in self._pending.items() if n > 0
-                for target in self._targets.get(gid, ())}
+        return {
+            target
+            for gid, n in self._pending.items()
+            if n > 0
+            for target in self._targets.get(gid, ())
+        }
 
     def _verdict(self, cell, index: int) -> verdicts.Verdict | None:
         """The cell's hidden test, run here against the kernel through the probe (None if
@@ -250,8 +278,12 @@ class GuardedExecute(Execute):
         if timeout < 1:
             return verdicts.Verdict(False, "not run: the notebook's time limit ran out", seed)
         self._probe_lost = None
-        kernel = verdicts.Kernel(lambda request: self._ask_probe(request, index, cell), seed,
-                                 timeout, self._still_pending)
+        kernel = verdicts.Kernel(
+            lambda request: self._ask_probe(request, index, cell),
+            seed,
+            timeout,
+            self._still_pending,
+        )
         result = verdicts.verdict(self._assignment, gid, kernel)
         if self._probe_lost:
             return None
@@ -284,17 +316,18 @@ class GuardedExecute(Execute):
             self._probe_lost = "stuck"
             self._event("stuck", index, cell)
             self._kill_kernel()
-            self._stop("the grading kernel stopped answering during the hidden tests of an "
-                       "earlier cell")
+            self._stop(
+                "the grading kernel stopped answering during the hidden tests of an earlier cell"
+            )
             return {"crashed": "the grading kernel stopped answering"}
-        return answers.open_reply(self._key, request["nonce"], answer["replies"],
-                                  answer["error"])
+        return answers.open_reply(self._key, request["nonce"], answer["replies"], answer["error"])
 
     async def _async_ask_probe(self, code: str, timeout: float) -> dict:
         """Send code to the kernel; what it published under the probe's MIME type and the
         error it raised ({"replies", "error"}), or {"_dead"} / {"_stuck"}."""
-        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                                 stop_on_error=False)
+        msg_id = self.kc.execute(
+            code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False
+        )
         deadline = time.monotonic() + timeout
         replies: list = []
         error: str | None = None
@@ -334,18 +367,25 @@ class GuardedExecute(Execute):
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = True
-        why = ("the notebook's time limit ran out during this cell" if self._wall_bound
-               else f"this cell ran longer than the {timeout} s limit and was stopped")
-        self.error_on_timeout = {"ename": "CellTimeoutError", "evalue": why,
-                                 "traceback": [f"CellTimeoutError: {why}"]}
+        why = (
+            "the notebook's time limit ran out during this cell"
+            if self._wall_bound
+            else f"this cell ran longer than the {timeout} s limit and was stopped"
+        )
+        self.error_on_timeout = {
+            "ename": "CellTimeoutError",
+            "evalue": why,
+            "traceback": [f"CellTimeoutError: {why}"],
+        }
         return await super()._async_handle_timeout(timeout, cell)
 
     def process_message(self, msg, cell, cell_index):
         """Every iopub message of a cell is capped before nbclient stores any of it:
         ``Limits.output`` characters per cell in all (output_cap.py)."""
         if getattr(self, "_kept", None) is not None and self._limits.output:
-            msg = output_cap.cap(msg, self._display_rewrites(msg), self._limits.output,
-                                 self._kept, self._dropped)
+            msg = output_cap.cap(
+                msg, self._display_rewrites(msg), self._limits.output, self._kept, self._dropped
+            )
             if msg is None:
                 return None
         return super().process_message(msg, cell, cell_index)
@@ -354,8 +394,11 @@ class GuardedExecute(Execute):
         """How many stored outputs a message with a display id would rewrite."""
         content = msg.get("content")
         transient = content.get("transient") if isinstance(content, dict) else None
-        found = self._display_id_map.get(transient.get("display_id")) if isinstance(
-            transient, dict) and isinstance(transient.get("display_id"), str) else None
+        found = (
+            self._display_id_map.get(transient.get("display_id"))
+            if isinstance(transient, dict) and isinstance(transient.get("display_id"), str)
+            else None
+        )
         return sum(len(v) for v in found.values()) if found else 0
 
     # -- helpers -----------------------------------------------------------------------------

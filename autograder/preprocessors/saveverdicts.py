@@ -15,9 +15,12 @@ class SaveVerdicts(SaveAutoGrades):
     def _add_score(self, cell, resources) -> None:
         if not is_test_cell(cell):
             return super()._add_score(cell, resources)
-        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"],
-                                          self.notebook_id, self.assignment_id,
-                                          self.student_id)
+        grade = self.gradebook.find_grade(
+            cell.metadata["nbgrader"]["grade_id"],
+            self.notebook_id,
+            self.assignment_id,
+            self.student_id,
+        )
         result = (cell.metadata.get("autograder") or {}).get("verdict") or {}
         grade.auto_score = float(grade.max_score) if result.get("passed") is True else 0.0
         grade.needs_manual_grade = grade.manual_score is not None

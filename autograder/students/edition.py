@@ -52,19 +52,43 @@ SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 # What must never reach students, as text anywhere in a release.
 FORBIDDEN_TEXT = [
     *markers.ALL,
-    "load_grader", "refgrad", "kernel_startup", "kernel_guard", "autograder.hidden",
-    "autograder/hidden", "autograder.verdicts", "autograder/verdicts", "GradingFailure(",
+    "load_grader",
+    "refgrad",
+    "kernel_startup",
+    "kernel_guard",
+    "autograder.hidden",
+    "autograder/hidden",
+    "autograder.verdicts",
+    "autograder/verdicts",
+    "GradingFailure(",
 ]
 # Files and folders of the instructor's course, by name: every module of the grader (read
 # from the whole package, so a new one is covered), except the launcher, which ships as lab.py.
 FORBIDDEN_NAMES = {
-    "source", "solutions", "autograder", "hidden", "probe", "refgrad", ".reference",
-    "submitted", "autograded", "feedback", "exports", "gradebook.db", "nbgrader_config.py",
+    "source",
+    "solutions",
+    "autograder",
+    "hidden",
+    "probe",
+    "refgrad",
+    ".reference",
+    "submitted",
+    "autograded",
+    "feedback",
+    "exports",
+    "gradebook.db",
+    "nbgrader_config.py",
     ".autograder.json",
-    *(path.name for path in PACKAGE.rglob("*.py")
-      if path.name not in {"__init__.py", "__main__.py", "launcher.py", "lab.py"}),
-    *(path.name for path in PACKAGE.iterdir() if path.is_dir() and path != HERE
-      and path.name != "__pycache__"),
+    *(
+        path.name
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in {"__init__.py", "__main__.py", "launcher.py", "lab.py"}
+    ),
+    *(
+        path.name
+        for path in PACKAGE.iterdir()
+        if path.is_dir() and path != HERE and path.name != "__pycache__"
+    ),
 }
 
 
@@ -99,11 +123,11 @@ def secret_lines(released: list[str] | None = None, source: Path = SOURCE) -> se
                 text = _source(cell)
                 secret.update(markers.inside(text, markers.SOLUTION, markers.HIDDEN).split("\n"))
                 if assignment in given:
-                    public.update(markers.without(text, markers.SOLUTION, markers.HIDDEN)
-                                  .split("\n"))
+                    public.update(
+                        markers.without(text, markers.SOLUTION, markers.HIDDEN).split("\n")
+                    )
     stripped_public = {line.strip() for line in public}
-    return {line.strip() for line in secret
-            if line.strip() and line.strip() not in stripped_public}
+    return {line.strip() for line in secret if line.strip() and line.strip() not in stripped_public}
 
 
 def _texts(path: Path) -> list[str]:
@@ -117,8 +141,11 @@ def _texts(path: Path) -> list[str]:
         for cell in cells:
             texts.append(_source(cell))
             for output in cell.get("outputs", []):
-                for value in [output.get("text", ""), *output.get("data", {}).values(),
-                              output.get("evalue", "")]:
+                for value in [
+                    output.get("text", ""),
+                    *output.get("data", {}).values(),
+                    output.get("evalue", ""),
+                ]:
                     texts.append("".join(value) if isinstance(value, list) else str(value))
         return texts
     try:
@@ -127,8 +154,9 @@ def _texts(path: Path) -> list[str]:
         return [path.read_bytes().decode("latin-1")]
 
 
-def leaks(folder: Path, secrets: set[str] | None = None, *,
-          allow_solutions: bool = False) -> list[str]:
+def leaks(
+    folder: Path, secrets: set[str] | None = None, *, allow_solutions: bool = False
+) -> list[str]:
     """What in ``folder`` a student must not see, one line per finding (an empty list if
     nothing). ``secrets`` defaults to ``secret_lines`` of the lessons in the folder.
     ``allow_solutions``: the self-learners' download, where solution code is the point,
@@ -176,7 +204,8 @@ def _prepare(dest: Path, kind: str) -> None:
     if dest.is_dir() and any(dest.iterdir()):
         if not marker.exists():
             raise ReleaseError(
-                f"{dest} is not empty and holds no earlier release: choose an empty folder")
+                f"{dest} is not empty and holds no earlier release: choose an empty folder"
+            )
         previous = json.loads(marker.read_text()).get("kind")
         if previous != kind:
             raise ReleaseError(f"{dest} holds a {previous} release, not a {kind} one")
@@ -194,8 +223,9 @@ def _prepare(dest: Path, kind: str) -> None:
 def _selected(selected: list[str] | None) -> list[str]:
     unknown = sorted(set(selected or []) - set(assignments()))
     if unknown:
-        raise ReleaseError(f"no assignment {', '.join(unknown)}; the course has "
-                           f"{', '.join(assignments())}")
+        raise ReleaseError(
+            f"no assignment {', '.join(unknown)}; the course has {', '.join(assignments())}"
+        )
     return [a for a in assignments() if selected is None or a in selected]
 
 
@@ -235,7 +265,8 @@ def build_solutions(dest: Path, selected: list[str] | None = None) -> list[str]:
 
 def _files(dest: Path) -> list[str]:
     return sorted(
-        str(p.relative_to(dest)) for p in dest.rglob("*")
+        str(p.relative_to(dest))
+        for p in dest.rglob("*")
         if p.is_file() and not {".git", ".venv", "my-work"} & set(p.relative_to(dest).parts)
     )
 
@@ -251,6 +282,7 @@ def write_zip(folder: Path) -> Path:
 
 def commit(folder: Path, message: str) -> str:
     """Make ``folder`` a git repository if it is not one, and commit everything in it."""
+
     def git(*args: str) -> str:
         proc = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -262,13 +294,27 @@ def commit(folder: Path, message: str) -> str:
     git("add", "-A")
     if not git("status", "--porcelain"):
         return "nothing changed since the last commit"
-    git("-c", "user.name=Autograd from Scratch", "-c", "user.email=course@localhost",
-        "commit", "-q", "-m", message)
+    git(
+        "-c",
+        "user.name=Autograd from Scratch",
+        "-c",
+        "user.email=course@localhost",
+        "commit",
+        "-q",
+        "-m",
+        message,
+    )
     return git("log", "--oneline", "-1")
 
 
-def release(dest: Path, selected: list[str] | None = None, *, solutions: bool = False,
-            zip_: bool = False, git: bool = False) -> int:
+def release(
+    dest: Path,
+    selected: list[str] | None = None,
+    *,
+    solutions: bool = False,
+    zip_: bool = False,
+    git: bool = False,
+) -> int:
     """The ``release`` command: 0 when written and clean, 1 when something leaked, 2 when
     it could not be written."""
     dest = Path(dest).resolve()

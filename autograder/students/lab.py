@@ -36,8 +36,7 @@ START_PAGE = SHARED / launcher.START_PAGE  # the start page JupyterLab opens on
 SKIP = launcher.SKIP
 
 
-def seed(work: Path = WORK, release: Path = NOTEBOOKS, start_page: Path | None = None
-         ) -> list[str]:
+def seed(work: Path = WORK, release: Path = NOTEBOOKS, start_page: Path | None = None) -> list[str]:
     """Copy what ``work`` lacks from ``release`` (and the start page, if given); return what
     changed (relative paths). Notebooks already in ``work`` are kept as they are; other
     files (the course's helper module, the start page) are replaced when the course's copy
@@ -62,8 +61,9 @@ def lab(work: Path | None = None, extra: list[str] | None = None) -> int:
     if not NOTEBOOKS.is_dir():
         print(f"no {NOTEBOOKS}: run `make generate` first")
         return 1
-    launcher.seed_and_say(work, NOTEBOOKS, START_PAGE,
-                          work.relative_to(ROOT) if work.is_relative_to(ROOT) else work)
+    launcher.seed_and_say(
+        work, NOTEBOOKS, START_PAGE, work.relative_to(ROOT) if work.is_relative_to(ROOT) else work
+    )
     venv_path()
     # cwd = the course root, so that Validate reads the course's nbgrader_config.py
     os.chdir(ROOT)

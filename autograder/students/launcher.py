@@ -38,9 +38,16 @@ MIN_PYTHON = (3, 11)
 class Layout:
     """Where a launcher finds the course's pieces (the student edition's layout by default)."""
 
-    def __init__(self, root: Path = HERE, *, lessons: Path | None = None,
-                 work: Path | None = None, config: Path | None = None,
-                 start_page: Path | None = None, requirements: Path | None = None):
+    def __init__(
+        self,
+        root: Path = HERE,
+        *,
+        lessons: Path | None = None,
+        work: Path | None = None,
+        config: Path | None = None,
+        start_page: Path | None = None,
+        requirements: Path | None = None,
+    ):
         self.root = root
         self.lessons = lessons or root / "lessons"
         self.work = work or root / "my-work"
@@ -102,7 +109,9 @@ def lab_command(work: Path, config: Path, extra: list[str] | None = None) -> lis
     """
     start = f"/lab/tree/{START_PAGE}" if (work / START_PAGE).exists() else "/lab"
     return [
-        sys.executable, "-m", "jupyterlab",
+        sys.executable,
+        "-m",
+        "jupyterlab",
         f"--ServerApp.root_dir={work}",
         "--ServerApp.ip=127.0.0.1",
         f"--LabApp.default_url={start}",
@@ -222,15 +231,23 @@ def _in(venv: Path) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="lab.py", description="Open the course in JupyterLab, on your copy my-work/.")
-    parser.add_argument("--check", action="store_true",
-                        help="run every lesson's visible checks afresh and print a table")
+        prog="lab.py", description="Open the course in JupyterLab, on your copy my-work/."
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run every lesson's visible checks afresh and print a table",
+    )
     parser.add_argument("--port", type=int, help="port (default: 8888, or the next free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    parser.add_argument("--no-venv", action="store_true",
-                        help="use this Python and its packages, do not set up .venv")
-    parser.add_argument("jupyter_args", nargs=argparse.REMAINDER,
-                        help="after --: arguments for jupyter lab")
+    parser.add_argument(
+        "--no-venv",
+        action="store_true",
+        help="use this Python and its packages, do not set up .venv",
+    )
+    parser.add_argument(
+        "jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for jupyter lab"
+    )
     return parser
 
 
@@ -239,8 +256,10 @@ def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
     args = build_parser().parse_args(argv)
     layout = layout or Layout()
     if sys.version_info < MIN_PYTHON:
-        print(f"The course needs Python {'.'.join(map(str, MIN_PYTHON))} or newer; this is "
-              f"{sys.version.split()[0]}. Run this file with a newer python3.")
+        print(
+            f"The course needs Python {'.'.join(map(str, MIN_PYTHON))} or newer; this is "
+            f"{sys.version.split()[0]}. Run this file with a newer python3."
+        )
         return 1
     if not args.no_venv and not _in(layout.venv):
         python = ensure_venv(layout)

@@ -114,9 +114,12 @@ def plain(x, depth: int = 0) -> None:
         for item in x:
             plain(item, depth + 1)
         return
-    _need(isinstance(x, dict) and set(x) == {"repr", "type"}
-          and all(isinstance(v, str) and len(v) <= 400 for v in x.values()),
-          "a value of a kind the probe never sends")
+    _need(
+        isinstance(x, dict)
+        and set(x) == {"repr", "type"}
+        and all(isinstance(v, str) and len(v) <= 400 for v in x.values()),
+        "a value of a kind the probe never sends",
+    )
 
 
 def plains(x, n: int | None = None, what: str = "values") -> None:
@@ -143,8 +146,11 @@ def failure(entry, stages: set[str], extra: set = frozenset()) -> bool:
         return False
     keys(entry, FAILURE, extra)
     _need(entry["failed"] in stages, "a failure at an unknown stage")
-    _need(entry["step"] is None or (isinstance(entry["step"], int)
-                                    and not isinstance(entry["step"], bool)), "a bad step")
+    _need(
+        entry["step"] is None
+        or (isinstance(entry["step"], int) and not isinstance(entry["step"], bool)),
+        "a bad step",
+    )
     for name in ("error", "type", "message"):
         text(entry[name])
     return True
@@ -164,8 +170,9 @@ def _sizes(program: dict) -> tuple[int, int]:
 
 
 def _graphs(args: dict, result) -> None:
-    for k, (program, entry) in enumerate(zip(args["programs"],
-                                             entries(result, len(args["programs"]), "graphs"))):
+    for k, (program, entry) in enumerate(
+        zip(args["programs"], entries(result, len(args["programs"]), "graphs"))
+    ):
         n_leaves, n_nodes = _sizes(program)
         if failure(entry, {"leaf", "build", "backprop"}, {"data"}):
             if "data" in entry:
@@ -186,8 +193,10 @@ def _strings(x, limit: int = 20) -> None:
 
 
 def _index(x, n: int, allow: tuple = ()) -> None:
-    _need((isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n) or x in allow,
-          "a position out of range")
+    _need(
+        (isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n) or x in allow,
+        "a position out of range",
+    )
 
 
 def _order(args: dict, result) -> None:
@@ -195,22 +204,29 @@ def _order(args: dict, result) -> None:
     for program, entry in zip(programs, entries(result, len(programs), "orders")):
         if failure(entry, {"build", "call"}):
             continue
-        keys(entry, {"nodes", "program"}, {"order", "strangers", "returned", "recursion",
-                                           "limit", "borrowed"})
+        keys(
+            entry,
+            {"nodes", "program"},
+            {"order", "strangers", "returned", "recursion", "limit", "borrowed"},
+        )
         nodes = entry["nodes"]
         _need(isinstance(nodes, list), "nodes: not a list")
         for node in nodes:
             _need(isinstance(node, list) and len(node) == 3, "a node of the wrong shape")
             index, data, parents = node
-            _need(index is None or (isinstance(index, int) and not isinstance(index, bool)),
-                  "a bad program index")
+            _need(
+                index is None or (isinstance(index, int) and not isinstance(index, bool)),
+                "a bad program index",
+            )
             plain(data)
             _need(isinstance(parents, list), "parents: not a list")
             for p in parents:
                 _index(p, len(nodes))
         at = entry["program"]
-        _need(isinstance(at, list) and len(at) == _sizes(program)[1],
-              "program: not one position per node built")
+        _need(
+            isinstance(at, list) and len(at) == _sizes(program)[1],
+            "program: not one position per node built",
+        )
         for p in at:
             _index(p, len(nodes))
         _need(len(set(at)) == len(at), "program: two nodes in one place")
@@ -230,8 +246,7 @@ def _order(args: dict, result) -> None:
 
 
 def _zero_grad(args: dict, result) -> None:
-    for program, entry in zip(args["programs"],
-                              entries(result, len(args["programs"]), "graphs")):
+    for program, entry in zip(args["programs"], entries(result, len(args["programs"]), "graphs")):
         if failure(entry, {"call"}):
             continue
         keys(entry, {"nodes"})
@@ -243,8 +258,9 @@ def _zero_grad(args: dict, result) -> None:
             _need(all(isinstance(node[k], bool) for k in ("leaf", "root")), "not a bool")
             _index(node["index"], _sizes(program)[1], (None,))
         indices = [n["index"] for n in entry["nodes"] if n["index"] is not None]
-        _need(sorted(indices) == list(range(_sizes(program)[1])),
-              "nodes: not every node built, once")
+        _need(
+            sorted(indices) == list(range(_sizes(program)[1])), "nodes: not every node built, once"
+        )
 
 
 def _hand(args: dict, result) -> None:
@@ -262,8 +278,10 @@ def _calls(args: dict, result) -> None:
             continue
         keys(entry, {"result", "args"})
         plain(entry["result"])
-        _need(isinstance(entry["args"], list) and len(entry["args"]) == len(call["args"]),
-              "args: the wrong length")
+        _need(
+            isinstance(entry["args"], list) and len(entry["args"]) == len(call["args"]),
+            "args: the wrong length",
+        )
         for a in entry["args"]:
             plain(a)
 
@@ -323,8 +341,12 @@ def _module(args: dict, result) -> None:
         optional.add("layout")
     keys(result, {"count", "again", "not_values", "unique"}, optional)
     for name in ("count", "again"):
-        _need(isinstance(result[name], int) and not isinstance(result[name], bool)
-              and result[name] >= 0, f"{name}: not a count")
+        _need(
+            isinstance(result[name], int)
+            and not isinstance(result[name], bool)
+            and result[name] >= 0,
+            f"{name}: not a count",
+        )
     _strings(result["not_values"], 1)
     _need(isinstance(result["unique"], bool), "unique: not a bool")
     if "layout" in result and result["layout"] is not None:
@@ -375,8 +397,11 @@ def _loss(args: dict, result) -> None:
             keys(entry, base, value)
         plain(entry["data"])
         _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
-        _need((value <= set(entry)) == entry["is_value"]
-              and (entry["is_value"] or not (value & set(entry))), "grads missing")
+        _need(
+            (value <= set(entry)) == entry["is_value"]
+            and (entry["is_value"] or not (value & set(entry))),
+            "grads missing",
+        )
         if entry["is_value"]:
             plains(entry["grads"], len(case["preds"]), "grads")
             plains(entry["param_grads"], len(case.get("params") or ()), "param_grads")
@@ -390,20 +415,35 @@ def _train(args: dict, result) -> None:
         keys(entry, {"returned", "params", "sizes", "mismatched", "used", "printed"} | right)
         plain(entry["returned"])
         plains(entry["params"], None, "params")
-        _need(isinstance(entry["sizes"], list) and len(entry["sizes"]) <= 1000
-              and all(isinstance(s, int) and not isinstance(s, bool) for s in entry["sizes"]),
-              "sizes: not counts")
+        _need(
+            isinstance(entry["sizes"], list)
+            and len(entry["sizes"]) <= 1000
+            and all(isinstance(s, int) and not isinstance(s, bool) for s in entry["sizes"]),
+            "sizes: not counts",
+        )
         for name in ("mismatched", "used", *right):
-            _need(isinstance(entry[name], int) and not isinstance(entry[name], bool),
-                  f"{name}: not a count")
-        _need(isinstance(entry["printed"], list) and len(entry["printed"]) <= 200,
-              "printed: too long")
+            _need(
+                isinstance(entry[name], int) and not isinstance(entry[name], bool),
+                f"{name}: not a count",
+            )
+        _need(
+            isinstance(entry["printed"], list) and len(entry["printed"]) <= 200, "printed: too long"
+        )
         for line in entry["printed"]:
             text(line, 200)
 
 
 SHAPES: dict[str, Callable[[dict, object], None]] = {
-    "graphs": _graphs, "order": _order, "zero_grad": _zero_grad, "hand": _hand,
-    "calls": _calls, "neuron": _neuron, "values": _values, "function_at": _function_at,
-    "module_base": _module_base, "module": _module, "loss": _loss, "train": _train,
+    "graphs": _graphs,
+    "order": _order,
+    "zero_grad": _zero_grad,
+    "hand": _hand,
+    "calls": _calls,
+    "neuron": _neuron,
+    "values": _values,
+    "function_at": _function_at,
+    "module_base": _module_base,
+    "module": _module,
+    "loss": _loss,
+    "train": _train,
 }

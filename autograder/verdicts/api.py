@@ -92,8 +92,13 @@ class Kernel:
     this submission's inputs. ``pending()`` names the exercises whose checks have not run
     yet: the course's code for those is never sent (``Deferred``)."""
 
-    def __init__(self, ask: Callable[[dict], dict], seed: int, timeout: float = 30.0,
-                 pending: Callable[[], set[str]] = set):
+    def __init__(
+        self,
+        ask: Callable[[dict], dict],
+        seed: int,
+        timeout: float = 30.0,
+        pending: Callable[[], set[str]] = set,
+    ):
         self.ask = ask
         self.seed = seed
         self.rng = random.Random(seed)
@@ -101,16 +106,22 @@ class Kernel:
         self.pending = pending
         self.flags: list[str] = []
 
-    def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code",
-            **args):
+    def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code", **args):
         """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
         GradingFailure that names ``what`` was running, and so does an answer that is not
         the probe's or not complete (which also flags the submission)."""
         blocked = {g.target for g in given} & self.pending()
         if blocked:
             raise Deferred(blocked)
-        answer = self.ask({"op": op, "args": args, "given": [g.as_dict() for g in given],
-                           "timeout": self.timeout, "nonce": secrets.token_hex(16)})
+        answer = self.ask(
+            {
+                "op": op,
+                "args": args,
+                "given": [g.as_dict() for g in given],
+                "timeout": self.timeout,
+                "nonce": secrets.token_hex(16),
+            }
+        )
         if "forged" in answer:
             self.flags.append(f"{answers.NOT_THE_PROBES}: {answer['forged']}")
             fail(f"{what}: {answers.NOT_THE_PROBES} (scored 0 and flagged for review)")
@@ -119,8 +130,10 @@ class Kernel:
             if problem is None:
                 return answer["result"]
             self.flags.append(f"an incomplete answer from the grading code: {problem}")
-            fail(f"{what}: the kernel's answer is incomplete ({problem[:60]}); scored 0 and "
-                 "flagged for review")
+            fail(
+                f"{what}: the kernel's answer is incomplete ({problem[:60]}); scored 0 and "
+                "flagged for review"
+            )
         if "timeout" in answer:
             fail(f"{what} did not finish within {answer['timeout']:g} s (an endless loop?)")
         if "crashed" in answer:
@@ -172,8 +185,12 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
     """Run the cell's hidden test; its verdict."""
     test = hidden_tests(assignment).get(grade_id)
     if test is None:
-        return Verdict(False, f"no hidden test for {grade_id} (please tell the course staff)",
-                       kernel.seed, grader_error=True)
+        return Verdict(
+            False,
+            f"no hidden test for {grade_id} (please tell the course staff)",
+            kernel.seed,
+            grader_error=True,
+        )
     try:
         test(kernel)
     except Deferred:
@@ -186,8 +203,12 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
         return Verdict(False, "\n".join(lines), kernel.seed, flag=flag)
     except Exception as exc:  # a bug in the hidden test: never the student's fault
         text = f"{type(exc).__name__}: {exc}"[:200]
-        return Verdict(False, f"the hidden test could not run ({text}); please tell the "
-                       "course staff", kernel.seed, grader_error=True)
+        return Verdict(
+            False,
+            f"the hidden test could not run ({text}); please tell the course staff",
+            kernel.seed,
+            grader_error=True,
+        )
     return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
 
 
@@ -211,5 +232,11 @@ def outputs_for(result: Verdict) -> list:
     if result.passed:
         return [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
     lines = result.message.split("\n")
-    return [new_output("error", ename="HiddenTestFailed", evalue=lines[0],
-                       traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])])]
+    return [
+        new_output(
+            "error",
+            ename="HiddenTestFailed",
+            evalue=lines[0],
+            traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])],
+        )
+    ]

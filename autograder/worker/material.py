@@ -30,15 +30,18 @@ def shared_files() -> dict[str, bytes]:
     helper module. A run reads them once, so that all its workers grade with one version
     of the grader even if its files change meanwhile."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
-    for folder, prefix in [(ROOT / CODE, f"{CODE}/"), (SOURCE / ".reference",
-                                                      "source/.reference/"),
-                           (SHARED, "source/.shared/")]:
+    for folder, prefix in [
+        (ROOT / CODE, f"{CODE}/"),
+        (SOURCE / ".reference", "source/.reference/"),
+        (SHARED, "source/.shared/"),
+    ]:
         files.update(read_tree(folder, prefix))
     return files
 
 
-def material_files(course: Course, assignment: str, template: Path,
-                   shared: dict[str, bytes] | None = None) -> dict[str, bytes]:
+def material_files(
+    course: Course, assignment: str, template: Path, shared: dict[str, bytes] | None = None
+) -> dict[str, bytes]:
     """Everything a worker needs to grade ``assignment``, as {path: bytes}: the
     ``shared_files()`` (read now unless given), the assignment's source folder (links
     followed) and its template gradebook."""

@@ -128,8 +128,9 @@ def task_function():
             result = importlib.import_module(f"{CODE}.worker.task").grade(job)
             return pickle.dumps(("ok", result))
         except Exception as exc:
-            return pickle.dumps(("error", f"{type(exc).__name__}: {exc}",
-                                 traceback.format_exc()[-3000:]))
+            return pickle.dumps(
+                ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:])
+            )
 
     return run_task
 
@@ -140,8 +141,10 @@ def locate(worker, digest: str) -> Path:
     plugin = worker.plugins.get(PREFIX + digest)
     path = getattr(plugin, "path", None)
     if path is None or not Path(path).is_dir():
-        raise MaterialError(f"the grading material {digest} is not on worker {worker.address} "
-                            "(its plugin failed to set up there: see the worker's log)")
+        raise MaterialError(
+            f"the grading material {digest} is not on worker {worker.address} "
+            "(its plugin failed to set up there: see the worker's log)"
+        )
     return Path(path)
 
 

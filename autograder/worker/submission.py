@@ -48,8 +48,14 @@ class CellSpec:
     released_checksum: str | None = None  # of the cell as students got it (no hidden tests)
 
     def metadata(self) -> dict:
-        md = {"grade": self.grade, "grade_id": self.name, "locked": self.locked,
-              "schema_version": 3, "solution": self.solution, "task": self.task}
+        md = {
+            "grade": self.grade,
+            "grade_id": self.name,
+            "locked": self.locked,
+            "schema_version": 3,
+            "solution": self.solution,
+            "task": self.task,
+        }
         if self.grade or self.task:
             md["points"] = self.points
         return md
@@ -86,9 +92,15 @@ def expected_from_gradebook(db_url: str, assignment: str, course_id: str) -> lis
             tasks = {c.name: c.max_score for c in nb.task_cells}
             cells = [
                 CellSpec(
-                    name=c.name, cell_type=c.cell_type, source=c.source, locked=bool(c.locked),
-                    checksum=c.checksum, grade=c.name in grades, solution=c.name in solutions,
-                    task=c.name in tasks, points=float(grades.get(c.name, tasks.get(c.name, 0))),
+                    name=c.name,
+                    cell_type=c.cell_type,
+                    source=c.source,
+                    locked=bool(c.locked),
+                    checksum=c.checksum,
+                    grade=c.name in grades,
+                    solution=c.name in solutions,
+                    task=c.name in tasks,
+                    points=float(grades.get(c.name, tasks.get(c.name, 0))),
                 )
                 for c in nb.source_cells
             ]
@@ -132,18 +144,19 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, Note | None
     label = f"`{_md(path.name)}`"
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
-        return None, Note(f"{label} is {size / 1024**2:.0f} MB, too large to grade: 0 points",
-                          True)
+        return None, Note(f"{label} is {size / 1024**2:.0f} MB, too large to grade: 0 points", True)
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
-        return None, Note(f"{label} is not a valid notebook file: broken JSON{where}: 0 points",
-                          True)
-    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")),
-                                                    list):
+        return None, Note(
+            f"{label} is not a valid notebook file: broken JSON{where}: 0 points", True
+        )
+    if not isinstance(data, dict) or not isinstance(
+        data.get("cells", data.get("worksheets")), list
+    ):
         return None, Note(f"{label} is JSON but not a Jupyter notebook: 0 points", True)
     if re.search(r"\\u[dD][89a-fA-F]", text):  # "\ud800": text no file can hold (as `?`)
         plain = json.dumps(data, ensure_ascii=False)
@@ -165,8 +178,12 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, Note | None
 def _rebuild(data: dict) -> nbformat.NotebookNode | None:
     cells = data.get("cells")
     if cells is None:  # nbformat 3
-        cells = [c for ws in data.get("worksheets", []) if isinstance(ws, dict)
-                 for c in ws.get("cells", [])]
+        cells = [
+            c
+            for ws in data.get("worksheets", [])
+            if isinstance(ws, dict)
+            for c in ws.get("cells", [])
+        ]
     out = []
     for cell in cells if isinstance(cells, list) else []:
         if not isinstance(cell, dict):
@@ -190,8 +207,11 @@ def _rebuild(data: dict) -> nbformat.NotebookNode | None:
     if not out:
         return None
     nb = nbformat.v4.new_notebook(cells=out)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     try:
         nbformat.validate(nb)
     except Exception:
@@ -254,13 +274,17 @@ def prepare(
         if ids and not ids & exp.ids:
             others = sorted({owners[i] for i in ids if i in owners})
             what = f"assignment {others[0]}" if len(others) == 1 else "another assignment"
-            prep.notes.append(Note(f"`{_md(path.name)}` is the notebook of {what}, not of this "
-                                   "one: 0 points", True))
+            prep.notes.append(
+                Note(
+                    f"`{_md(path.name)}` is the notebook of {what}, not of this one: 0 points", True
+                )
+            )
             continue
         prep.notes += restore_cells(nb, exp)
         prep.notebook = nb
     extra = sorted(
-        str(p.relative_to(folder)) for p in files
+        str(p.relative_to(folder))
+        for p in files
         if p.name not in used and p.name not in released and p.name not in IGNORED_NAMES
     )
     notes = []
@@ -275,17 +299,30 @@ def submitted_files(folder: Path) -> dict[str, File]:
     """The submitted folder as ``prepare`` sees it, to send to a worker: the bytes of what
     it may read (notebooks side by side, up to the size it grades, and timestamp.txt), and
     of other files only the name, size and time (listed in the notes, never read)."""
-    return read_files(folder, _files(folder), lambda p: p.parent == folder and (
-        p.name == "timestamp.txt"
-        or (p.suffix == ".ipynb" and p.stat().st_size <= MAX_NOTEBOOK_BYTES)))
+    return read_files(
+        folder,
+        _files(folder),
+        lambda p: (
+            p.parent == folder
+            and (
+                p.name == "timestamp.txt"
+                or (p.suffix == ".ipynb" and p.stat().st_size <= MAX_NOTEBOOK_BYTES)
+            )
+        ),
+    )
 
 
 def _files(folder: Path) -> list[Path]:
     """Files of the folder (not in checkpoint or cache folders, no links): notebooks at
     its top only."""
-    return [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
-            and not set(p.relative_to(folder).parts[:-1]) & IGNORED_NAMES
-            and (p.parent == folder or p.suffix != ".ipynb")]
+    return [
+        p
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+        and not p.is_symlink()
+        and not set(p.relative_to(folder).parts[:-1]) & IGNORED_NAMES
+        and (p.parent == folder or p.suffix != ".ipynb")
+    ]
 
 
 def _stand_in(exp: Expected, spare: dict[str, Path], n_expected: int) -> Path | None:
@@ -336,8 +373,10 @@ def restore_cells(nb: nbformat.NotebookNode, exp: Expected) -> list[Note]:
         cell.metadata["nbgrader"] = {**canonical, "checksum": md.get("checksum")}
         if cell.cell_type != spec.cell_type:
             changed.append(spec.name)
-        elif spec.locked and spec.released_checksum and (
-            compute_checksum(cell) != spec.released_checksum
+        elif (
+            spec.locked
+            and spec.released_checksum
+            and (compute_checksum(cell) != spec.released_checksum)
         ):
             edited.append(spec.name)
     if changed:
@@ -377,8 +416,12 @@ def _put_back(nb: nbformat.NotebookNode, exp: Expected, present: set[str]) -> li
         top = [_new_cell(s) for s in missing if s.locked and not s.grade and not s.solution]
         tests = [_new_cell(s) for s in missing if s.grade or s.task]
         nb.cells = top + nb.cells + tests
-        notes.append(Note("the notebook had lost its nbgrader cell metadata (edited outside "
-                          "Jupyter?): the tests were run after all of its cells"))
+        notes.append(
+            Note(
+                "the notebook had lost its nbgrader cell metadata (edited outside "
+                "Jupyter?): the tests were run after all of its cells"
+            )
+        )
         return notes
     for spec in missing:
         index = _insert_position(nb, exp, spec)
@@ -405,7 +448,7 @@ def _insert_position(nb, exp: Expected, spec: CellSpec) -> int:
     for name in reversed(order[:k]):
         if name in position:
             return position[name] + 1
-    later = [position[name] for name in order[k + 1:] if name in position]
+    later = [position[name] for name in order[k + 1 :] if name in position]
     return min(later) if later else len(nb.cells)
 
 

@@ -82,8 +82,16 @@ class Worker:
             self._expected[key] = exp
         return self._expected[key]
 
-    def config(self, job: Job, material: Path, scratch: Path, notebook: str,
-               skip: dict[str, list[int]], token: str, announce=None):
+    def config(
+        self,
+        job: Job,
+        material: Path,
+        scratch: Path,
+        notebook: str,
+        skip: dict[str, list[int]],
+        token: str,
+        announce=None,
+    ):
         from traitlets.config import Config
 
         from ..course import folder_config
@@ -107,13 +115,22 @@ class Worker:
         extra.LimitedKernelManager.token = token
         extra.LimitedKernelManager.kernel_log = str(scratch / "kernel.log")
         if announce is not None:  # before each cell is sent to the kernel
-            extra.GuardedExecute.on_cell_execute = (
-                lambda cell, cell_index: announce(notebook, cell_index))
+            extra.GuardedExecute.on_cell_execute = lambda cell, cell_index: announce(
+                notebook, cell_index
+            )
         cfg.merge(extra)
         return cfg
 
-    def run(self, job: Job, material: Path, scratch: Path, skip: dict[str, list[int]],
-            token: str, cleanup, announce=None) -> Result:
+    def run(
+        self,
+        job: Job,
+        material: Path,
+        scratch: Path,
+        skip: dict[str, list[int]],
+        token: str,
+        cleanup,
+        announce=None,
+    ) -> Result:
         """One run of every notebook of the submission in ``scratch/submitted``
         (``announce(notebook, cell)`` before each cell, if given)."""
         import nbformat
@@ -160,8 +177,9 @@ class Worker:
                 entry.error = _last_error(outcome)
                 entry.log = ((outcome.get("log") or "") + (outcome.get("error") or ""))[-3000:]
         autograded = private / "autograded" / STUDENT / job.assignment
-        return Result(notebooks=notebooks, folder_notes=folder_notes,
-                      autograded=autograded_files(autograded))
+        return Result(
+            notebooks=notebooks, folder_notes=folder_notes, autograded=autograded_files(autograded)
+        )
 
 
 # Files a notebook wrote next to itself travel back too, up to this many bytes in all
@@ -172,8 +190,11 @@ MAX_OTHER_FILES = 16 * 1024**2
 def autograded_files(folder: Path) -> dict[str, File]:
     if not folder.is_dir():
         return {}
-    paths = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
-             and "__pycache__" not in p.relative_to(folder).parts]
+    paths = [
+        p
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink() and "__pycache__" not in p.relative_to(folder).parts
+    ]
     budget = MAX_OTHER_FILES
     kept = []
     for path in paths:
@@ -215,8 +236,7 @@ def grade(job: Job) -> Result:
     material = locate(dask_worker, job.material)
     with ONE_AT_A_TIME:
         _worker = _worker or Worker()
-        scratch = Path(tempfile.mkdtemp(prefix="autograder-job-",
-                                        dir=dask_worker.local_directory))
+        scratch = Path(tempfile.mkdtemp(prefix="autograder-job-", dir=dask_worker.local_directory))
         spare = oslimits.own_processes()
 
         def cleanup() -> None:
@@ -232,8 +252,9 @@ def grade(job: Job) -> Result:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _runs(worker: Worker, job: Job, material: Path, scratch: Path, monitor: Monitor,
-          cleanup) -> Result:
+def _runs(
+    worker: Worker, job: Job, material: Path, scratch: Path, monitor: Monitor, cleanup
+) -> Result:
     """Run the notebooks until no cell crashes or hangs the kernel, skipping each cell that
     did in the next run, up to ``Limits.attempts`` runs."""
     started = time.monotonic()
@@ -245,8 +266,15 @@ def _runs(worker: Worker, job: Job, material: Path, scratch: Path, monitor: Moni
     while True:
         monitor.begin(attempt, job.limits.run_seconds(n))
         try:
-            result = worker.run(job, material, scratch, skip, token, cleanup,
-                                monitor.announce if job.careful else None)
+            result = worker.run(
+                job,
+                material,
+                scratch,
+                skip,
+                token,
+                cleanup,
+                monitor.announce if job.careful else None,
+            )
         except Exception:
             result = Result(crash=traceback.format_exc()[-3000:])
             break
@@ -254,7 +282,8 @@ def _runs(worker: Worker, job: Job, material: Path, scratch: Path, monitor: Moni
         if monitor.overdue:  # the kernel was killed at the deadline: the cell hung
             where = monitor.where
             stops = [Event("stuck", e.cell, e.grade_id, e.notebook) for e in stops] or (
-                [Event("stuck", where.cell, None, where.notebook)] if where else [])
+                [Event("stuck", where.cell, None, where.notebook)] if where else []
+            )
         if not stops or attempt >= job.limits.attempts:
             break
         for event in stops:
@@ -281,8 +310,7 @@ class Monitor:
         self.overdue = False
         self.where: Progress | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="autograder-monitor",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._watch, name="autograder-monitor", daemon=True)
         self._thread.start()
 
     def begin(self, attempt: int, seconds: float) -> None:
@@ -309,8 +337,14 @@ class Monitor:
                 last = text
                 with contextlib.suppress(ValueError):
                     name, index, total = text.strip().split("\t")
-                    self.where = Progress(self.job.id, self.attempt, self.dask_worker.address,
-                                          name, int(index), int(total))
+                    self.where = Progress(
+                        self.job.id,
+                        self.attempt,
+                        self.dask_worker.address,
+                        name,
+                        int(index),
+                        int(total),
+                    )
                     if not self.job.careful:  # else announce() tells, in order
                         self._publish(self.where)
             if self.deadline and time.monotonic() > self.deadline and not self.overdue:

@@ -50,16 +50,34 @@ from .values import MAX_PIECES, SHELLS, Memory, Names
 
 Found = tuple[int, str, str]  # (line of the cell, what, class)
 MAX_DEPTH = 3  # code in a string in code in a string...: read this deep
-ATTR_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr", "builtins.getattr",
-                        "builtins.setattr", "builtins.delattr", "builtins.hasattr"})
+ATTR_CALLS = frozenset(
+    {
+        "getattr",
+        "setattr",
+        "delattr",
+        "hasattr",
+        "builtins.getattr",
+        "builtins.setattr",
+        "builtins.delattr",
+        "builtins.hasattr",
+    }
+)
 OPENERS = frozenset({"open", "io.open", "builtins.open", "codecs.open", "os.open"})
 BUILT = (ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)  # may build a string
-STAR = {"gc": INTROSPECTION, "sys": INTROSPECTION, "inspect": INTROSPECTION,
-        "types": INTROSPECTION, "os": PROCESS, "builtins": KERNEL, "importlib": HIDDEN}
+STAR = {
+    "gc": INTROSPECTION,
+    "sys": INTROSPECTION,
+    "inspect": INTROSPECTION,
+    "types": INTROSPECTION,
+    "os": PROCESS,
+    "builtins": KERNEL,
+    "importlib": HIDDEN,
+}
 
 
-def flag_cell(source: str, memory: Memory, depth: int = 0, line0: int = 0,
-              fixed: int | None = None) -> list[Found]:
+def flag_cell(
+    source: str, memory: Memory, depth: int = 0, line0: int = 0, fixed: int | None = None
+) -> list[Found]:
     """What to review in one cell's code; lines are the cell's (``line0`` + the code's),
     or ``fixed`` for code held in a string."""
     found: list[Found] = []
@@ -68,8 +86,14 @@ def flag_cell(source: str, memory: Memory, depth: int = 0, line0: int = 0,
     if depth:
         memory.pieces -= 1
         if memory.pieces < 0:  # 2,000 %time lines or exec("...") calls: enough to look
-            return [(fixed or line0 + 1, f"over {MAX_PIECES:,} pieces of code in magics and "
-                     "strings", TOO_LONG)]
+            return [
+                (
+                    fixed or line0 + 1,
+                    f"over {MAX_PIECES:,} pieces of code in magics and strings",
+                    TOO_LONG,
+                )
+            ]
+
     def inner(code: str, first: int) -> list[Found]:  # code a magic runs
         return flag_cell(code, memory, depth + 1, first - 1, fixed)
 
@@ -78,8 +102,10 @@ def flag_cell(source: str, memory: Memory, depth: int = 0, line0: int = 0,
             found += magic_flags(magic, memory.written, fixed or line0 + magic.line, inner)
         tree = _parse(reading.python)
         if tree is None:
-            found += [(fixed or line, what, kind)
-                      for line, what, kind in text_flags(reading.python, line0)]
+            found += [
+                (fixed or line, what, kind)
+                for line, what, kind in text_flags(reading.python, line0)
+            ]
         else:
             found += _Finder(memory, depth, line0, fixed).run(tree)
     return found
@@ -97,8 +123,13 @@ def learn(source: str, memory: Memory) -> None:
 
 def _parse(python: str) -> ast.AST | None:
     try:
-        return compile(python, "<cell>", "exec", ast.PyCF_ONLY_AST
-                       | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        return compile(
+            python,
+            "<cell>",
+            "exec",
+            ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+            dont_inherit=True,
+        )
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
 
@@ -132,8 +163,9 @@ class _Finder(Names):
         if kind:
             line = self.fixed or self.line0 + getattr(node, "lineno", 1)
             self.found.append((line, what, kind))
-            self.ends.append((line, getattr(node, "end_lineno", 0) or 0,
-                              getattr(node, "end_col_offset", 0) or 0))
+            self.ends.append(
+                (line, getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+            )
 
     # ---- what is flagged ------------------------------------------------------------------
 
@@ -145,13 +177,20 @@ class _Finder(Names):
             self.imported(node, node.module or "")
             for alias in node.names:
                 if alias.name == "*":
-                    self.flag(node, f"imports * from {show(node.module or '', 20)}",
-                              STAR.get((node.module or "").split(".")[0]))
+                    self.flag(
+                        node,
+                        f"imports * from {show(node.module or '', 20)}",
+                        STAR.get((node.module or "").split(".")[0]),
+                    )
                 else:
                     full = f"{node.module}.{alias.name}"
-                    self.flag(node, f"imports {show(full)}", dotted_kind(full) or ATTRIBUTES.get(
-                        alias.name) or (module_kind(full) if not module_kind(node.module or "")
-                                        else None))
+                    self.flag(
+                        node,
+                        f"imports {show(full)}",
+                        dotted_kind(full)
+                        or ATTRIBUTES.get(alias.name)
+                        or (module_kind(full) if not module_kind(node.module or "") else None),
+                    )
         elif isinstance(node, ast.Attribute):
             self.attribute(node, node.attr, self.resolve(node))
         elif isinstance(node, ast.Subscript) and self.resolve(node):  # sys.modules["gc"]...
@@ -192,7 +231,7 @@ class _Finder(Names):
         flagged = False
         for name in sorted(names):
             if name.startswith(SHELL + "."):
-                method = name[len(SHELL) + 1:].split(".")[0]
+                method = name[len(SHELL) + 1 :].split(".")[0]
                 if method in ATTRIBUTES:
                     self.flag(node, f"uses {method}", ATTRIBUTES[method])
                 elif method not in SHELL_CALLS:
@@ -205,16 +244,20 @@ class _Finder(Names):
                 flagged = True
             elif name.endswith(".__dict__") and name.split(".")[0] in self.m.modules:
                 self.flag(node, f"uses {show(name)}", INTROSPECTION)
-            elif (name.split(".")[0] in self.m.modules and module_kind(name)
-                  and not module_kind(name.split(".")[0])):
+            elif (
+                name.split(".")[0] in self.m.modules
+                and module_kind(name)
+                and not module_kind(name.split(".")[0])
+            ):
                 self.flag(node, f"{verb} {show(name)}", module_kind(name))  # importlib.util.x
                 flagged = True
         if not flagged:
             self.flag(node, f"uses {show(attr)}", ATTRIBUTES.get(attr))
         value = getattr(node, "value", None)
-        if attr in EVENT_METHODS and ((isinstance(value, ast.Attribute) and value.attr == "events")
-                                      or any(n.endswith(".events") for n in
-                                             self.resolve(value))):
+        if attr in EVENT_METHODS and (
+            (isinstance(value, ast.Attribute) and value.attr == "events")
+            or any(n.endswith(".events") for n in self.resolve(value))
+        ):
             self.flag(node, "registers IPython events", KERNEL)
 
     def name(self, node: ast.Name) -> None:
@@ -230,8 +273,11 @@ class _Finder(Names):
                 self.flag(node, "uses get_ipython", KERNEL)
         if node.id in self.m.aliases:
             for name in sorted(names):
-                self.flag(node, f"{'calls' if self.called(node) else 'uses'} {show(name)}",
-                          dotted_kind(name))
+                self.flag(
+                    node,
+                    f"{'calls' if self.called(node) else 'uses'} {show(name)}",
+                    dotted_kind(name),
+                )
 
     def text(self, node: ast.AST, value: str | bytes, built: bool = False) -> None:
         text = value.decode("latin-1") if isinstance(value, bytes) else value
@@ -239,8 +285,10 @@ class _Finder(Names):
             if snippet in text:
                 self.flag(node, f"mentions {snippet}", kind)
         parent = self.parent.get(id(node))
-        if not ((isinstance(parent, ast.Call) and self.resolve(parent.func) & ATTR_CALLS)
-                or (isinstance(parent, ast.Subscript) and self.resolve(parent))):
+        if not (
+            (isinstance(parent, ast.Call) and self.resolve(parent.func) & ATTR_CALLS)
+            or (isinstance(parent, ast.Subscript) and self.resolve(parent))
+        ):
             self.flag(node, f"mentions {show(text)}", ATTRIBUTES.get(text))
         if built:
             kind = dotted_kind(text) or module_kind(text) if text.isascii() else None
@@ -256,7 +304,8 @@ class _Finder(Names):
                 if name.startswith("os.environ"):
                     self.flag(node, "changes os.environ", PROCESS)
                 elif isinstance(target, ast.Subscript) and not (
-                        name.endswith(".__dict__") or name == "builtins"):
+                    name.endswith(".__dict__") or name == "builtins"
+                ):
                     continue  # plt.rcParams["x"] = ...: an item, not the module
                 elif root in self.m.modules or root in ("builtins", SHELL):
                     what = "get_ipython()" if root == SHELL else show(root)
@@ -266,8 +315,13 @@ class _Finder(Names):
         funcs = self.resolve(node.func)
         args = list(node.args) + [k.value for k in node.keywords]
         arg0, arg1 = [*args, None, None][:2]
-        name = (node.func.attr if isinstance(node.func, ast.Attribute)
-                else min(funcs).split(".")[-1] if funcs else "")
+        name = (
+            node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else min(funcs).split(".")[-1]
+            if funcs
+            else ""
+        )
         if funcs & RUNNERS or any(f.startswith(SHELL + ".run_cell") for f in funcs):
             self.runner(node, name, arg0)
         elif funcs & IMPORTERS and arg0 is not None:
@@ -279,8 +333,9 @@ class _Finder(Names):
         elif funcs & ATTR_CALLS and arg1 is not None:
             self.by_name(node, name, arg0, arg1)
         elif any(f.startswith(SHELL + ".") for f in funcs):
-            methods = sorted(f[len(SHELL) + 1:].split(".")[0] for f in funcs
-                             if f.startswith(SHELL + "."))
+            methods = sorted(
+                f[len(SHELL) + 1 :].split(".")[0] for f in funcs if f.startswith(SHELL + ".")
+            )
             self.shell(node, methods[0], arg0, arg1)
         elif funcs & OPENERS or name in ("write_text", "write_bytes"):
             target = arg0 if funcs & OPENERS else getattr(node.func, "value", None)
@@ -291,8 +346,11 @@ class _Finder(Names):
             fd = self.m.folder.value(target, True, 0, None) if funcs & OPENERS else None
             if isinstance(fd, int) and not isinstance(fd, bool):
                 self.flag(node, f"opens file descriptor {fd}", PROCESS)
-            if isinstance(path, str) and path.endswith(CODE_FILES) and (
-                    not isinstance(mode, str) or set(mode) & set("wax+")):
+            if (
+                isinstance(path, str)
+                and path.endswith(CODE_FILES)
+                and (not isinstance(mode, str) or set(mode) & set("wax+"))
+            ):
                 self.m.written.update(modules_of(path))
                 self.flag(node, f"writes {show(path)}", HIDDEN)
 
@@ -324,15 +382,16 @@ class _Finder(Names):
             if attr in EVENT_METHODS and any(b.endswith(".events") for b in bases):
                 self.flag(node, "registers IPython events", KERNEL)
         elif modules:
-            self.flag(node, f"calls {func} on {show(modules[0], 12)} with a name made at run time",
-                      HIDDEN)
+            self.flag(
+                node, f"calls {func} on {show(modules[0], 12)} with a name made at run time", HIDDEN
+            )
         if func in ("setattr", "delattr") and modules:
             root = modules[0].split(".")[0]
-            self.flag(node, f"patches {'get_ipython()' if root == SHELL else show(root)}",
-                      KERNEL)
+            self.flag(node, f"patches {'get_ipython()' if root == SHELL else show(root)}", KERNEL)
 
-    def shell(self, node: ast.Call, method: str, arg0: ast.AST | None,
-              arg1: ast.AST | None) -> None:
+    def shell(
+        self, node: ast.Call, method: str, arg0: ast.AST | None, arg1: ast.AST | None
+    ) -> None:
         """get_ipython().run_line_magic(...) and the like, written out."""
         if method in ("system", "getoutput"):
             self.flag(node, "runs shell commands", PROCESS)
@@ -348,6 +407,7 @@ class _Finder(Names):
             def inner(code: str, first: int) -> list[Found]:
                 return flag_cell(code, self.m, self.depth + 1, 0, line)
 
-            for _, what, kind in magic_flags(Magic(line, escape, magic, args, str(body), line),
-                                             self.m.written, line, inner):
+            for _, what, kind in magic_flags(
+                Magic(line, escape, magic, args, str(body), line), self.m.written, line, inner
+            ):
                 self.flag(node, what, kind)

@@ -117,8 +117,9 @@ def flag_code(source: str) -> list[str]:
     return list(dict.fromkeys(f"{what}: {kind}" for _, what, kind in found))
 
 
-def flag_notebook(nb, given: frozenset[str] = frozenset(),
-                  memory: Memory | None = None) -> list[Flag]:
+def flag_notebook(
+    nb, given: frozenset[str] = frozenset(), memory: Memory | None = None
+) -> list[Flag]:
     """What to review in the student-written code cells of notebook ``nb``, in order."""
     memory = memory if memory is not None else Memory(left=MAX_REVIEWED)
     flags: list[Flag] = []
@@ -132,12 +133,16 @@ def flag_notebook(nb, given: frozenset[str] = frozenset(),
                 learn(source, memory)
             continue
         if memory.left <= 0:
-            flags.append(Flag(number, 1, f"not read: past {MAX_REVIEWED:,} characters of code",
-                              TOO_LONG))
+            flags.append(
+                Flag(number, 1, f"not read: past {MAX_REVIEWED:,} characters of code", TOO_LONG)
+            )
             break
         if len(source) > MAX_CELL:
-            flags.append(Flag(number, 1, f"{len(source):,} characters: the first {MAX_CELL:,} "
-                              "read", TOO_LONG))
+            flags.append(
+                Flag(
+                    number, 1, f"{len(source):,} characters: the first {MAX_CELL:,} read", TOO_LONG
+                )
+            )
             source = source[:MAX_CELL]
         memory.left -= len(source)
         try:
@@ -148,26 +153,25 @@ def flag_notebook(nb, given: frozenset[str] = frozenset(),
     return flags
 
 
-def flag_submission(folder: Path, source_folder: Path,
-                    files: list[str] | None = None) -> list[str]:
+def flag_submission(folder: Path, source_folder: Path, files: list[str] | None = None) -> list[str]:
     """What to review in the notebooks of a submission folder: ``files`` (the notebooks
     that were graded), or every notebook at its top level; each reason once, where it is
     first found, at most ``MAX_FLAGS``. Never raises."""
     flags: list[str] = []
     try:
         given = given_code(str(source_folder))
-        paths = ([folder / f for f in files] if files is not None
-                 else sorted(folder.glob("*.ipynb")))
+        paths = [folder / f for f in files] if files is not None else sorted(folder.glob("*.ipynb"))
         memory = Memory(left=MAX_REVIEWED)  # one kernel directory: files written are shared
         for path in paths:
             if path.is_file() and not path.is_symlink():
                 prefix = f"{show(path.name, 30)} " if len(paths) > 1 else ""
-                flags += [prefix + str(f) for f in _first(flag_notebook(_read(path), given,
-                                                                        memory))]
+                flags += [
+                    prefix + str(f) for f in _first(flag_notebook(_read(path), given, memory))
+                ]
     except Exception as exc:  # a flag is a hint: never a reason to fail grading
         flags.append(f"could not be checked ({type(exc).__name__})")
     if len(flags) > MAX_FLAGS:
-        flags = [*flags[:MAX_FLAGS - 1], f"and {len(flags) - MAX_FLAGS + 1} more flags"]
+        flags = [*flags[: MAX_FLAGS - 1], f"and {len(flags) - MAX_FLAGS + 1} more flags"]
     return flags
 
 
@@ -194,8 +198,12 @@ def _read(path: Path) -> dict:
         return {}
     cells = data.get("cells")
     if cells is None:  # nbformat 3
-        cells = [c for ws in data.get("worksheets") or [] if isinstance(ws, dict)
-                 for c in ws.get("cells") or []]
+        cells = [
+            c
+            for ws in data.get("worksheets") or []
+            if isinstance(ws, dict)
+            for c in ws.get("cells") or []
+        ]
         cells = [{**c, "source": c.get("input", "")} for c in cells if isinstance(c, dict)]
     return {"cells": cells if isinstance(cells, list) else []}
 

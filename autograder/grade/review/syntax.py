@@ -90,7 +90,7 @@ def _newlines(text: str) -> int:
 
 
 def _ending(line: str) -> str:
-    return line[len(line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")):]
+    return line[len(line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")) :]
 
 
 def _prompt(line: str) -> tuple[int, str]:
@@ -104,8 +104,8 @@ def _prompt(line: str) -> tuple[int, str]:
     if body.startswith("In [") and close > 4 and body[4:close].isdigit():
         return indent + close + 3, "In"
     dots = len(body) - len(body.lstrip("."))
-    if dots >= 3 and body[dots:dots + 1] == ":":
-        return indent + dots + 1 + (body[dots + 1:dots + 2] == " "), "In"
+    if dots >= 3 and body[dots : dots + 1] == ":":
+        return indent + dots + 1 + (body[dots + 1 : dots + 2] == " "), "In"
     return 0, ""
 
 
@@ -114,7 +114,8 @@ def _strip_prompts(lines: list[str]) -> list[str] | None:
     ``In [n]:``/``...:`` prompt on one of the first two lines."""
     prompts = [_prompt(line) for line in lines]
     if not any(kind == ">>>" for _, kind in prompts) and not any(
-            kind == "In" for _, kind in prompts[:2]):
+        kind == "In" for _, kind in prompts[:2]
+    ):
         return None
     text = "".join(line[cut:] for line, (cut, _) in zip(lines, prompts, strict=True))
     return textwrap.dedent(text).splitlines(keepends=True)
@@ -160,7 +161,7 @@ class _Lines:
             elif c in ")]}":
                 self.depth = max(0, self.depth - 1)
             elif c == "=" and not self.depth and not self.assigned:
-                if line[i + 1:i + 2] == "=":
+                if line[i + 1 : i + 2] == "=":
                     i, last = i + 2, "="
                     continue
                 if i == 0 or line[i - 1] not in OPERATOR_END:
@@ -191,7 +192,7 @@ def _read(lines: list[str], first: int) -> Reading:
             logical, state.assigned = k, False
             body = line.lstrip(" \t\x0c")
             if body[:1] in ESCAPES:
-                indent = line[:len(line) - len(body)]
+                indent = line[: len(line) - len(body)]
                 end = _continued_end(lines, k)
                 text = _assemble(lines, k, len(indent), end)
                 out.append(indent + _escaped(text, numbers[k], magics) + _ending(line))
@@ -199,7 +200,7 @@ def _read(lines: list[str], first: int) -> Reading:
                 k = end + 1
                 continue
         assign, last, commented = state.scan(line)
-        rest = line[assign + 1:].lstrip(" \t") if assign >= 0 else ""
+        rest = line[assign + 1 :].lstrip(" \t") if assign >= 0 else ""
         command = rest[:1] == "!" or (rest[:1] == "%" and (rest[1:2].isidentifier()))
         if command and not line.lstrip().startswith("="):
             col = len(line) - len(rest)
@@ -213,13 +214,14 @@ def _read(lines: list[str], first: int) -> Reading:
             continue
         out.append(line)
         if state.at_start and last == "?" and not commented:  # obj? asks for help
-            content = "".join(lines[logical:k + 1])
+            content = "".join(lines[logical : k + 1])
             body = content.lstrip(" \t\x0c")
-            indent = content[:len(content) - len(body)]
+            indent = content[: len(content) - len(body)]
             target = _help_target(body.rstrip().rstrip("?"))
             magics.append(Magic(numbers[logical], "?", "pinfo", target))
             out[logical:] = [indent + _as_python(target) + _ending(lines[logical])] + [
-                _ending(lines[j]) for j in range(logical + 1, k + 1)]
+                _ending(lines[j]) for j in range(logical + 1, k + 1)
+            ]
         k += 1
     return Reading("".join(out), magics)
 
@@ -232,14 +234,14 @@ def _continued_end(lines: list[str], start: int) -> int:
 
 
 def _assemble(lines: list[str], start: int, col: int, end: int) -> str:
-    parts = [lines[start][col:], *lines[start + 1:end + 1]]
+    parts = [lines[start][col:], *lines[start + 1 : end + 1]]
     return " ".join([p.rstrip()[:-1] for p in parts[:-1]] + [parts[-1].rstrip()])
 
 
 def _escaped(text: str, line: int, magics: list[Magic]) -> str:
     """The Python IPython runs for an escaped command (magics recorded apart)."""
     escape = text[:2] if text[:2] in ("!!", "??") else text[:1]
-    content = text[len(escape):]
+    content = text[len(escape) :]
     name, _, args = content.partition(" ")
     if escape in ("!", "!!"):
         magics.append(Magic(line, "!", "", content))
@@ -277,8 +279,9 @@ def _as_python(target: str) -> str:
 Found = tuple[int, str, str]  # (line of the cell, what, class)
 
 
-def magic_flags(magic: Magic, written: set[str], line: int,
-                inner: Callable[[str, int], list[Found]]) -> list[Found]:
+def magic_flags(
+    magic: Magic, written: set[str], line: int, inner: Callable[[str, int], list[Found]]
+) -> list[Found]:
     """What to review in one magic at ``line``: the magic itself unless the course uses it
     (review_rules.magic_kind), and the code it runs (``%time``'s line, ``%%writefile``'s or
     ``%%python``'s body...), read by ``inner(code, first line)``. A file ``%%writefile``
@@ -301,8 +304,10 @@ def magic_flags(magic: Magic, written: set[str], line: int,
     if name in CODE_MAGICS:
         out += inner(_code_args(args), magic.line)
     script = args.split()[0] if args.split() else ""
-    if cell and (name in CODE_MAGICS | FILE_MAGICS | PYTHON_SCRIPTS
-                 or (name == "script" and "python" in script)):
+    if cell and (
+        name in CODE_MAGICS | FILE_MAGICS | PYTHON_SCRIPTS
+        or (name == "script" and "python" in script)
+    ):
         out += inner(magic.body, magic.body_line)
     return out
 

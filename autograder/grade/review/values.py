@@ -38,12 +38,18 @@ AMBIGUOUS = object()  # a name bound more than once, or not by a plain assignmen
 TEXT_METHODS = words("""lower upper strip lstrip rstrip replace swapcase title capitalize
 casefold removeprefix removesuffix decode encode join format""")
 DECODERS: dict[str, Callable] = {
-    "base64.b64decode": base64.b64decode, "base64.standard_b64decode": base64.b64decode,
-    "base64.urlsafe_b64decode": base64.urlsafe_b64decode, "base64.b32decode": base64.b32decode,
-    "base64.b16decode": base64.b16decode, "base64.b85decode": base64.b85decode,
-    "base64.a85decode": base64.a85decode, "base64.decodebytes": base64.decodebytes,
-    "binascii.unhexlify": binascii.unhexlify, "binascii.a2b_hex": binascii.a2b_hex,
-    "binascii.a2b_base64": binascii.a2b_base64, "bytes.fromhex": bytes.fromhex,
+    "base64.b64decode": base64.b64decode,
+    "base64.standard_b64decode": base64.b64decode,
+    "base64.urlsafe_b64decode": base64.urlsafe_b64decode,
+    "base64.b32decode": base64.b32decode,
+    "base64.b16decode": base64.b16decode,
+    "base64.b85decode": base64.b85decode,
+    "base64.a85decode": base64.a85decode,
+    "base64.decodebytes": base64.decodebytes,
+    "binascii.unhexlify": binascii.unhexlify,
+    "binascii.a2b_hex": binascii.a2b_hex,
+    "binascii.a2b_base64": binascii.a2b_base64,
+    "bytes.fromhex": bytes.fromhex,
     "bytearray.fromhex": bytes.fromhex,
     "zlib.decompress": lambda data: zlib.decompressobj().decompress(data, MAX_VALUE + 1),
 }
@@ -77,8 +83,7 @@ class Folder:
         each run of worked-out terms; the terms and inner sums of such a sum)."""
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
             value = self.fold(node)
-            return ([value] if value is not None and not isinstance(node, ast.Constant)
-                    else []), []
+            return ([value] if value is not None and not isinstance(node, ast.Constant) else []), []
         inner: list[ast.AST] = []
         terms = _terms(node, inner)
         out: list[str | bytes] = []
@@ -103,8 +108,16 @@ class Folder:
             return self.memo[key]
         try:
             value = self._value(node, names, depth + 1, env)
-        except (ValueError, TypeError, LookupError, ArithmeticError, binascii.Error,
-                zlib.error, RecursionError, MemoryError):
+        except (
+            ValueError,
+            TypeError,
+            LookupError,
+            ArithmeticError,
+            binascii.Error,
+            zlib.error,
+            RecursionError,
+            MemoryError,
+        ):
             value = None
         if isinstance(value, str | bytes | list):
             if len(value) > MAX_VALUE:
@@ -149,7 +162,7 @@ class Folder:
                 parts.append(repr(v) if getattr(part, "conversion", -1) == ord("r") else str(v))
             return "".join(parts)
         if isinstance(node, ast.List | ast.Tuple):
-            values = [sub(e) for e in node.elts[:MAX_VALUE + 1]]
+            values = [sub(e) for e in node.elts[: MAX_VALUE + 1]]
             return None if any(v is None for v in values) else values
         if isinstance(node, ast.Subscript):
             return self._subscript(node, sub)
@@ -177,8 +190,14 @@ class Folder:
             if not _plain_format(left):
                 return None
             return left % (tuple(right) if isinstance(right, list) else right)
-        ops = {ast.Sub: int.__sub__, ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__,
-               ast.BitXor: int.__xor__, ast.BitAnd: int.__and__, ast.BitOr: int.__or__}
+        ops = {
+            ast.Sub: int.__sub__,
+            ast.FloorDiv: int.__floordiv__,
+            ast.Mod: int.__mod__,
+            ast.BitXor: int.__xor__,
+            ast.BitAnd: int.__and__,
+            ast.BitOr: int.__or__,
+        }
         if _int(left) and _int(right):
             if isinstance(node.op, ast.LShift | ast.RShift) and 0 <= right <= 64:
                 return left << right if isinstance(node.op, ast.LShift) else left >> right
@@ -191,10 +210,17 @@ class Folder:
         if not isinstance(base, str | bytes | list):
             return None
         if isinstance(node.slice, ast.Slice):
-            bounds = [sub(b) if b is not None else None
-                      for b in (node.slice.lower, node.slice.upper, node.slice.step)]
-            given = [b for b, n in zip(bounds, (node.slice.lower, node.slice.upper,
-                                                node.slice.step), strict=True) if n is not None]
+            bounds = [
+                sub(b) if b is not None else None
+                for b in (node.slice.lower, node.slice.upper, node.slice.step)
+            ]
+            given = [
+                b
+                for b, n in zip(
+                    bounds, (node.slice.lower, node.slice.upper, node.slice.step), strict=True
+                )
+                if n is not None
+            ]
             return base[slice(*bounds)] if all(_int(b) for b in given) else None
         index = sub(node.slice)
         return base[index] if _int(index) else None
@@ -211,7 +237,8 @@ class Folder:
                     return None
                 longest = max([len(a) for a in args if isinstance(a, str | bytes | list)] + [0])
                 if len(receiver) * (longest + 1) + longest > MAX_VALUE * 4 or (
-                        func.attr == "format" and ":" in str(receiver)):
+                    func.attr == "format" and ":" in str(receiver)
+                ):
                     return None  # too long to work out, or a format that pads
                 return getattr(receiver, func.attr)(*args)
         names_of = self.resolve(func)
@@ -233,8 +260,7 @@ class Folder:
             if name != "str" and isinstance(args[0], list) and all(_int(a) for a in args[0]):
                 return bytes(args[0])
             if len(args) == 2 and args[1] in CODECS:
-                return (str(args[0], args[1]) if name == "str"
-                        else bytes(args[0], args[1]))
+                return str(args[0], args[1]) if name == "str" else bytes(args[0], args[1])
             return None
         if name in ("list", "tuple", "reversed") and len(args) == 1:
             items = list(args[0]) if isinstance(args[0], str | bytes | list) else None
@@ -324,16 +350,21 @@ class Names:
             for target in targets:
                 if isinstance(target, ast.Name):
                     if names:  # k = os.kill: k may be os.kill (and what it was)
-                        m.aliases[target.id] = set(list(
-                            m.aliases.get(target.id, set()) | names)[:MAX_NAMES])
+                        m.aliases[target.id] = set(
+                            list(m.aliases.get(target.id, set()) | names)[:MAX_NAMES]
+                        )
                     m.folder.assign(target.id, node.value)
         elif isinstance(node, ast.Name | ast.arg | ast.FunctionDef | ast.ClassDef | ast.alias):
-            name = (node.asname or node.name.split(".")[0] if isinstance(node, ast.alias)
-                    else getattr(node, "id", None) or getattr(node, "arg", None) or node.name)
+            name = (
+                node.asname or node.name.split(".")[0]
+                if isinstance(node, ast.alias)
+                else getattr(node, "id", None) or getattr(node, "arg", None) or node.name
+            )
             parent = self.parent.get(id(node))
             if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) and not (
-                    isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr)
-                    and node in getattr(parent, "targets", [getattr(parent, "target", None)])):
+                isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr)
+                and node in getattr(parent, "targets", [getattr(parent, "target", None)])
+            ):
                 m.folder.assign(name, None)  # bound some other way: not a constant
 
     def resolve(self, node: ast.AST | None, depth: int = 0) -> frozenset[str]:
@@ -392,7 +423,7 @@ def _plain_format(text: str | bytes) -> bool:
     text = text.decode("latin-1") if isinstance(text, bytes) else text
     at = text.find("%")
     while at >= 0:
-        if text[at + 1:at + 2] not in ("s", "r", "c", "d", "%"):
+        if text[at + 1 : at + 2] not in ("s", "r", "c", "d", "%"):
             return False
         at = text.find("%", at + 2)
     return True

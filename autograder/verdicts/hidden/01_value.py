@@ -28,7 +28,9 @@ def _given(name: str, body: str) -> Given:
     return Given(f"Value.{name}", name, body)
 
 
-ADD = _given("__add__", '''
+ADD = _given(
+    "__add__",
+    """
 def __add__(self, other):
     other = other if isinstance(other, Value) else Value(other)
     out = Value(self.data + other.data, (self, other), "+")
@@ -39,8 +41,11 @@ def __add__(self, other):
 
     out._backward = _backward
     return out
-''')
-MUL = _given("__mul__", '''
+""",
+)
+MUL = _given(
+    "__mul__",
+    """
 def __mul__(self, other):
     other = other if isinstance(other, Value) else Value(other)
     out = Value(self.data * other.data, (self, other), "*")
@@ -51,8 +56,11 @@ def __mul__(self, other):
 
     out._backward = _backward
     return out
-''')
-POW = _given("__pow__", '''
+""",
+)
+POW = _given(
+    "__pow__",
+    """
 def __pow__(self, n):
     out = Value(self.data**n, (self,), f"**{n}")
 
@@ -61,14 +69,21 @@ def __pow__(self, n):
 
     out._backward = _backward
     return out
-''')
+""",
+)
 NEG = _given("__neg__", "def __neg__(self):\n    return self * -1\n")
 SUB = _given("__sub__", "def __sub__(self, other):\n    return self + (-other)\n")
 DIV = _given("__truediv__", "def __truediv__(self, other):\n    return self * other**-1\n")
 
 
-def _cases(rng: random.Random, singles: list[tuple[str, tuple]], ops: tuple, graphs: int,
-           numbers: str = "right", visible: list[Case] = ()) -> list[Case]:
+def _cases(
+    rng: random.Random,
+    singles: list[tuple[str, tuple]],
+    ops: tuple,
+    graphs: int,
+    numbers: str = "right",
+    visible: list[Case] = (),
+) -> list[Case]:
     """The lesson's own examples, each op alone at random inputs (from a random
     d(loss)/d(output), to catch a missing ``* out.grad``), then random graphs: every other
     one built twice on the same inputs (the gradients must add up)."""
@@ -78,51 +93,102 @@ def _cases(rng: random.Random, singles: list[tuple[str, tuple]], ops: tuple, gra
             program, leaves = single(op, args, rng)
             cases.append(Case(program, leaves, seed=rng.choice((1.0, -0.5, 2.5))))
     for g in range(graphs):
-        program, leaves = random_program(rng, ops, n_leaves=rng.choice((1, 2, 3)),
-                                         n_steps=rng.choice((1, 2, 3, 5, 7)), numbers=numbers)
+        program, leaves = random_program(
+            rng,
+            ops,
+            n_leaves=rng.choice((1, 2, 3)),
+            n_steps=rng.choice((1, 2, 3, 5, 7)),
+            numbers=numbers,
+        )
         cases.append(Case(program, leaves, passes=1 + g % 2))
     return cases
 
 
 def _visible(*examples: tuple[int, list[tuple[str, tuple]], list[float]]) -> list[Case]:
-    return [Case(Program(n, [Step(op, args) for op, args in steps]), leaves)
-            for n, steps, leaves in examples]
+    return [
+        Case(Program(n, [Step(op, args) for op, args in steps]), leaves)
+        for n, steps, leaves in examples
+    ]
 
 
 def add_mul(kernel: Kernel) -> None:
     """``+`` and ``*`` between Values, with a number on the right, and a node used twice."""
-    singles = [("+", (0, 1)), ("*", (0, 1)), ("+", (0, 0)), ("*", (0, 0)),
-               ("+", (0, 2.5)), ("*", (0, -1.5))]
-    visible = _visible((2, [("+", (0, 1))], [2.0, -3.0]), (2, [("*", (0, 1))], [2.0, -3.0]),
-                       (1, [("*", (0, 4.0))], [2.0]),
-                       (2, [("*", (0, 1)), ("+", (2, 0))], [2.0, 3.0]))
+    singles = [
+        ("+", (0, 1)),
+        ("*", (0, 1)),
+        ("+", (0, 0)),
+        ("*", (0, 0)),
+        ("+", (0, 2.5)),
+        ("*", (0, -1.5)),
+    ]
+    visible = _visible(
+        (2, [("+", (0, 1))], [2.0, -3.0]),
+        (2, [("*", (0, 1))], [2.0, -3.0]),
+        (1, [("*", (0, 4.0))], [2.0]),
+        (2, [("*", (0, 1)), ("+", (2, 0))], [2.0, 3.0]),
+    )
     cases = _cases(kernel.rng, singles, ("+", "*"), 120, visible=visible)
     check_cases(kernel, cases, backprop="closures", tested=("__add__", "__mul__"))
 
 
 def arithmetic(kernel: Kernel) -> None:
     """``**`` with a number exponent, unary minus, ``-`` and ``/`` (+ and * are given)."""
-    singles = [("**", (0, 2)), ("**", (0, 3)), ("**", (0, -1)), ("**", (0, 0.5)),
-               ("**", (0, 1.5)), ("neg", (0,)), ("-", (0, 1)), ("-", (0, 0)),
-               ("-", (0, 2.0)), ("/", (0, 1)), ("/", (0, 0)), ("/", (0, -2.0))]
-    visible = _visible((1, [("**", (0, 3))], [2.0]), (1, [("**", (0, -1))], [4.0]),
-                       (1, [("neg", (0,))], [2.0]), (2, [("-", (0, 1))], [5.0, 3.0]),
-                       (2, [("/", (0, 1))], [3.0, 4.0]))
+    singles = [
+        ("**", (0, 2)),
+        ("**", (0, 3)),
+        ("**", (0, -1)),
+        ("**", (0, 0.5)),
+        ("**", (0, 1.5)),
+        ("neg", (0,)),
+        ("-", (0, 1)),
+        ("-", (0, 0)),
+        ("-", (0, 2.0)),
+        ("/", (0, 1)),
+        ("/", (0, 0)),
+        ("/", (0, -2.0)),
+    ]
+    visible = _visible(
+        (1, [("**", (0, 3))], [2.0]),
+        (1, [("**", (0, -1))], [4.0]),
+        (1, [("neg", (0,))], [2.0]),
+        (2, [("-", (0, 1))], [5.0, 3.0]),
+        (2, [("/", (0, 1))], [3.0, 4.0]),
+    )
     cases = _cases(kernel.rng, singles, ARITHMETIC, 150, visible=visible)
-    check_cases(kernel, cases, backprop="closures", given=(ADD, MUL),
-                tested=("__pow__", "__neg__", "__sub__", "__truediv__"))
+    check_cases(
+        kernel,
+        cases,
+        backprop="closures",
+        given=(ADD, MUL),
+        tested=("__pow__", "__neg__", "__sub__", "__truediv__"),
+    )
 
 
 def reflected(kernel: Kernel) -> None:
     """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x (the rest is given)."""
-    singles = [("+", (2.0, 0)), ("*", (-1.5, 0)), ("-", (2.0, 0)), ("-", (-0.5, 0)),
-               ("/", (1.5, 0)), ("/", (-2.0, 0))]
-    visible = _visible((1, [("+", (2.0, 0))], [3.0]), (1, [("*", (2.0, 0))], [3.0]),
-                       (1, [("-", (2.0, 0))], [3.0]), (1, [("/", (1.0, 0))], [4.0]),
-                       (2, [("+", (0.0, 0)), ("+", (2, 1)), ("+", (3, 0))], [1.0, 2.0]))
+    singles = [
+        ("+", (2.0, 0)),
+        ("*", (-1.5, 0)),
+        ("-", (2.0, 0)),
+        ("-", (-0.5, 0)),
+        ("/", (1.5, 0)),
+        ("/", (-2.0, 0)),
+    ]
+    visible = _visible(
+        (1, [("+", (2.0, 0))], [3.0]),
+        (1, [("*", (2.0, 0))], [3.0]),
+        (1, [("-", (2.0, 0))], [3.0]),
+        (1, [("/", (1.0, 0))], [4.0]),
+        (2, [("+", (0.0, 0)), ("+", (2, 1)), ("+", (3, 0))], [1.0, 2.0]),
+    )
     cases = _cases(kernel.rng, singles, ARITHMETIC, 150, numbers="both", visible=visible)
-    check_cases(kernel, cases, backprop="closures", given=(ADD, MUL, POW, NEG, SUB, DIV),
-                tested=("__radd__", "__rmul__", "__rsub__", "__rtruediv__"))
+    check_cases(
+        kernel,
+        cases,
+        backprop="closures",
+        given=(ADD, MUL, POW, NEG, SUB, DIV),
+        tested=("__radd__", "__rmul__", "__rsub__", "__rtruediv__"),
+    )
 
 
 # ---- backprop by hand ---------------------------------------------------------------------
@@ -133,8 +199,7 @@ NODES = ("L", "n", "s", "b", "x1w1", "x2w2", "x1", "w1", "x2", "w2")
 def neuron_data(x1, w1, x2, w2, b) -> tuple[dict[str, float], dict[str, float]]:
     """The lesson's small neuron L = (x1*w1 + x2*w2 + b)**2: every node's data, and the
     true dL/d(node) from the reference engine."""
-    v = {name: RefValue(x) for name, x in zip(("x1", "w1", "x2", "w2", "b"),
-                                              (x1, w1, x2, w2, b))}
+    v = {name: RefValue(x) for name, x in zip(("x1", "w1", "x2", "w2", "b"), (x1, w1, x2, w2, b))}
     v["x1w1"] = v["x1"] * v["w1"]
     v["x2w2"] = v["x2"] * v["w2"]
     v["s"] = v["x1w1"] + v["x2w2"]
@@ -150,30 +215,42 @@ def hand_backprop(kernel: Kernel) -> None:
     points = [(2.0, -3.0, 0.0, 1.0, 6.5)]
     points += [tuple(round(kernel.rng.uniform(-3, 3), 2) for _ in range(5)) for _ in range(25)]
     graphs = [neuron_data(*p) for p in points]
-    results = kernel.run("hand", function="backprop_by_hand",
-                         graphs=[data for data, _ in graphs], what="backprop_by_hand")
+    results = kernel.run(
+        "hand",
+        function="backprop_by_hand",
+        graphs=[data for data, _ in graphs],
+        what="backprop_by_hand",
+    )
     for point, (_, truth), got in zip(points, graphs, results):
         where = "at x1={}, w1={}, x2={}, w2={}, b={}".format(*map(num, point))
         if "failed" in got:
             error = got["error"]
             hint = ""
             if any(word in error for word in ("backward", "_prev", "label")):
-                hint = ("\n(set each .grad yourself from the nodes' .data and .grad: the "
-                        "grader's nodes have nothing else)")
+                hint = (
+                    "\n(set each .grad yourself from the nodes' .data and .grad: the "
+                    "grader's nodes have nothing else)"
+                )
             fail(f"backprop_by_hand raised {error} {where}{hint}")
         for name in NODES:
             if not close(got[name], truth[name]):
-                fail(f"backprop_by_hand: {name}.grad should be dL/d{name} = "
-                     f"{num(truth[name])}, got {num(got[name])}\n{where}\n"
-                     "(use the other nodes' .data and .grad, not numbers worked out once)")
+                fail(
+                    f"backprop_by_hand: {name}.grad should be dL/d{name} = "
+                    f"{num(truth[name])}, got {num(got[name])}\n{where}\n"
+                    "(use the other nodes' .data and .grad, not numbers worked out once)"
+                )
 
 
 # What each test grades, as ``Given`` targets name it: the course's code for these is sent
 # to the kernel only once the test has run (verdicts.Deferred).
 EXERCISES = {
     "value_test_add_mul": ("Value.__add__", "Value.__mul__"),
-    "value_test_arithmetic": ("Value.__pow__", "Value.__neg__", "Value.__sub__",
-                              "Value.__truediv__"),
+    "value_test_arithmetic": (
+        "Value.__pow__",
+        "Value.__neg__",
+        "Value.__sub__",
+        "Value.__truediv__",
+    ),
 }
 
 TESTS = {

@@ -36,7 +36,6 @@ from .gradcheck import grad_check, numerical_grad
 DEEP = 10_000  # deeper than Python's default recursion limit (1000) by ten times
 
 
-
 # ---- graphs to sort -------------------------------------------------------------------------
 
 
@@ -49,23 +48,44 @@ def special_programs() -> list[tuple[Program, list[float]]]:
         # twins: two different nodes with the same data (x0 + 1 twice), multiplied
         (Program(1, [Step("+", (0, 1.0)), Step("+", (0, 1.0)), Step("*", (1, 2))]), [0.5]),
         # a diamond: a = x0 * x1 feeds two nodes, which meet again
-        (Program(2, [Step("*", (0, 1)), Step("+", (2, 0)), Step("*", (2, 1)),
-                     Step("-", (3, 4))]), [1.5, -0.5]),
+        (
+            Program(
+                2, [Step("*", (0, 1)), Step("+", (2, 0)), Step("*", (2, 1)), Step("-", (3, 4))]
+            ),
+            [1.5, -0.5],
+        ),
         # one node reused by every later step
-        (Program(2, [Step("+", (0, 1)), Step("*", (2, 2)), Step("+", (3, 2)), Step("*", (4, 2)),
-                     Step("/", (5, 2))]), [0.7, 0.6]),
+        (
+            Program(
+                2,
+                [
+                    Step("+", (0, 1)),
+                    Step("*", (2, 2)),
+                    Step("+", (3, 2)),
+                    Step("*", (4, 2)),
+                    Step("/", (5, 2)),
+                ],
+            ),
+            [0.7, 0.6],
+        ),
         (Program(8, chain), [0.5 * (i + 1) for i in range(8)]),  # a wide sum of leaves
         # the lesson's examples: (a * b + c) ** 2 and x * x + x
-        (Program(3, [Step("*", (0, 1)), Step("+", (3, 2)), Step("**", (4, 2))]),
-         [2.0, -3.0, 10.0]),
+        (Program(3, [Step("*", (0, 1)), Step("+", (3, 2)), Step("**", (4, 2))]), [2.0, -3.0, 10.0]),
     ]
 
 
 def programs(rng: random.Random, count: int) -> list[tuple[Program, list[float]]]:
     out = special_programs()
     for _ in range(count):
-        out.append(random_program(rng, ARITHMETIC, n_leaves=rng.choice((1, 2, 3)),
-                                  n_steps=rng.choice((1, 2, 3, 5, 7, 10, 14)), numbers="both"))
+        out.append(
+            random_program(
+                rng,
+                ARITHMETIC,
+                n_leaves=rng.choice((1, 2, 3)),
+                n_steps=rng.choice((1, 2, 3, 5, 7, 10, 14)),
+                numbers="both",
+            )
+        )
     return out
 
 
@@ -108,8 +128,10 @@ def order_problem(entry: dict, program: Program, named: bool = True) -> str | No
         return f"not a list\nit returned a {short(entry['returned'], 30)}, not a list of nodes"
     order = entry["order"]
     if -1 in order:
-        return (f"a stranger\nit holds a node with data {entry['strangers'][0]}, which is not "
-                "in the graph of f\n(a list left over from an earlier call?)")
+        return (
+            f"a stranger\nit holds a node with data {entry['strangers'][0]}, which is not "
+            "in the graph of f\n(a list left over from an earlier call?)"
+        )
     seen: set[int] = set()
     for position in order:
         if position in seen:
@@ -124,24 +146,34 @@ def order_problem(entry: dict, program: Program, named: bool = True) -> str | No
         first = missing[0]
         return f"a node is missing\nit leaves out {name(at[first] if first in must else first)}"
     where = {p: i for i, p in enumerate(order)}
-    edges = [(at[i], at[j]) for j in must if j >= program.n_leaves
-             for i in program.steps[j - program.n_leaves].inputs()]
-    edges += [(parent, position) for position, (_, _, parents) in enumerate(nodes)
-              for parent in parents if parent in where and position in where]
+    edges = [
+        (at[i], at[j])
+        for j in must
+        if j >= program.n_leaves
+        for i in program.steps[j - program.n_leaves].inputs()
+    ]
+    edges += [
+        (parent, position)
+        for position, (_, _, parents) in enumerate(nodes)
+        for parent in parents
+        if parent in where and position in where
+    ]
     for parent, child in edges:
         if where[parent] > where[child]:
-            return (f"a node before its parent\n{name(child)} comes before its parent "
-                    f"{name(parent)}")
+            return f"a node before its parent\n{name(child)} comes before its parent {name(parent)}"
     return None
 
 
 def check_orders(kernel: Kernel, function: str, count: int, deep: list = ()) -> None:
     cases = programs(kernel.rng, count)
     specs = [p.spec(leaves) for p, leaves in cases]
-    specs += [{"leaves": [1.0], "steps": [[s.op, list(s.args)] for s in p.steps],
-               "deep": True} for p in (deep_program(kind, n) for kind, n in deep)]
-    results = kernel.run("order", value="Value", function=function, what=f"{function}(f)",
-                         programs=specs)
+    specs += [
+        {"leaves": [1.0], "steps": [[s.op, list(s.args)] for s in p.steps], "deep": True}
+        for p in (deep_program(kind, n) for kind, n in deep)
+    ]
+    results = kernel.run(
+        "order", value="Value", function=function, what=f"{function}(f)", programs=specs
+    )
     for k, entry in enumerate(results):
         if k < len(cases):
             program, leaves = cases[k]
@@ -149,11 +181,16 @@ def check_orders(kernel: Kernel, function: str, count: int, deep: list = ()) -> 
         else:
             kind, n = deep[k - len(cases)]
             program, leaves = deep_program(kind, n), [1.0]
-            where = (f"on a chain {n:,} deep: v = x + x + ... + x" if kind == "chain" else
-                     f"on a graph {2 * n:,} deep: v = 0.5*v + 0.5*v, {n:,} times over")
+            where = (
+                f"on a chain {n:,} deep: v = x + x + ... + x"
+                if kind == "chain"
+                else f"on a graph {2 * n:,} deep: v = 0.5*v + 0.5*v, {n:,} times over"
+            )
         if entry.get("borrowed"):
-            fail(f"{function} calls coursekit's {_walk(entry['borrowed'])}: write the graph "
-                 "walk yourself")
+            fail(
+                f"{function} calls coursekit's {_walk(entry['borrowed'])}: write the graph "
+                "walk yourself"
+            )
         if "failed" in entry:
             fail(f"{function}(f) raised {entry['error']}\n{where}")
         deep_text = where.split(":")[0].removeprefix("on ")
@@ -188,23 +225,43 @@ def backward(kernel: Kernel) -> None:
     backpropagated twice (each input gets dy/dx twice: backward() *sets* self.grad = 1).
     The topological sort is the course's."""
     rng = kernel.rng
-    cases = [Case(program, leaves, passes=1 + k % 2)
-             for k, (program, leaves) in enumerate(special_programs()[1:])]
+    cases = [
+        Case(program, leaves, passes=1 + k % 2)
+        for k, (program, leaves) in enumerate(special_programs()[1:])
+    ]
     for g in range(150):
-        program, leaves = random_program(rng, ARITHMETIC, n_leaves=rng.choice((1, 2, 3)),
-                                         n_steps=rng.choice((1, 2, 3, 5, 7)), numbers="both")
+        program, leaves = random_program(
+            rng,
+            ARITHMETIC,
+            n_leaves=rng.choice((1, 2, 3)),
+            n_steps=rng.choice((1, 2, 3, 5, 7)),
+            numbers="both",
+        )
         cases.append(Case(program, leaves, passes=1 + g % 2))
-    for op, args in [("*", (0, 1)), ("+", (0, 1)), ("*", (0, 0)), ("**", (0, 3)),
-                     ("neg", (0,))] * 4:
+    for op, args in [
+        ("*", (0, 1)),
+        ("+", (0, 1)),
+        ("*", (0, 0)),
+        ("**", (0, 3)),
+        ("neg", (0,)),
+    ] * 4:
         step = Step(op, args)
         n = 1 + max(step.inputs())
         leaves = [rng.choice((-1, 1)) * rng.uniform(0.5, 2.0) for _ in range(n)]
         cases.append(Case(Program(n, [step]), leaves, repeat=2))
-    results = kernel.run("graphs", value="Value", programs=[c.spec() for c in cases],
-                         given=[TOPOLOGICAL_ORDER], watch=True, what="backward()")
+    results = kernel.run(
+        "graphs",
+        value="Value",
+        programs=[c.spec() for c in cases],
+        given=[TOPOLOGICAL_ORDER],
+        watch=True,
+        what="backward()",
+    )
     if results and results[0].get("borrowed"):
-        fail(f"backward() calls coursekit's {_walk(results[0]['borrowed'])}: walk the graph "
-             "in your own topological order")
+        fail(
+            f"backward() calls coursekit's {_walk(results[0]['borrowed'])}: walk the graph "
+            "in your own topological order"
+        )
     for case, result in zip(cases, results):
         _check_backward(case, result)
 
@@ -227,12 +284,18 @@ def _check_backward(case: Case, result: dict) -> None:
     elif case.repeat > 1 and close(got[j], want[j] * 1.5):
         hint = "backward() sets self.grad = 1.0; it does not add 1.0 to it"
     elif _forward_order(case) is not None and all(
-            close(g, w) for g, w in zip(got, _forward_order(case))):
+        close(g, w) for g, w in zip(got, _forward_order(case))
+    ):
         hint = "the closures must run in REVERSED topological order, outputs first"
-    how = " after two backward() calls" if case.repeat > 1 else (
-        " after building f twice on the same inputs" if case.passes > 1 else "")
-    fail(f"backward(): df/dx{j}{how} should be {num(want[j])}, got {num(got[j])}\n{where}"
-         + (f"\n({hint})" if hint else ""))
+    how = (
+        " after two backward() calls"
+        if case.repeat > 1
+        else (" after building f twice on the same inputs" if case.passes > 1 else "")
+    )
+    fail(
+        f"backward(): df/dx{j}{how} should be {num(want[j])}, got {num(got[j])}\n{where}"
+        + (f"\n({hint})" if hint else "")
+    )
 
 
 def _forward_order(case: Case) -> list[float] | None:
@@ -258,9 +321,14 @@ def zero_grad(kernel: Kernel) -> None:
     """Every node of the graph (leaves, inner nodes, the output) ends with grad 0 and its
     data unchanged. The topological sort is the course's."""
     cases = programs(kernel.rng, 60)
-    results = kernel.run("zero_grad", value="Value", function="zero_grad",
-                         programs=[p.spec(leaves) for p, leaves in cases],
-                         given=[TOPOLOGICAL_ORDER], what="zero_grad(f)")
+    results = kernel.run(
+        "zero_grad",
+        value="Value",
+        function="zero_grad",
+        programs=[p.spec(leaves) for p, leaves in cases],
+        given=[TOPOLOGICAL_ORDER],
+        what="zero_grad(f)",
+    )
     for (program, leaves), entry in zip(cases, results):
         where = f"f = {short(program.text(), 84)}\nat {inputs_text(leaves)}"
         if "failed" in entry:
@@ -269,16 +337,23 @@ def zero_grad(kernel: Kernel) -> None:
         for node in entry["nodes"]:
             if node["index"] is not None and node["index"] not in must:
                 continue
-            name = (short(program.text(node["index"]), 30) if node["index"] is not None
-                    else f"the node with data {num(node['data'])}")
+            name = (
+                short(program.text(node["index"]), 30)
+                if node["index"] is not None
+                else f"the node with data {num(node['data'])}"
+            )
             if node["after"] != node["data"]:
-                fail(f"zero_grad(f) changed the data of {name}: it should only set grads\n"
-                     f"{where}")
+                fail(f"zero_grad(f) changed the data of {name}: it should only set grads\n{where}")
             if node["grad"] != 0:
-                kind = "the output" if node["root"] else (
-                    "the leaf" if node["leaf"] else "the inner node")
-                fail(f"zero_grad(f) should leave grad 0 on {kind} {name}, got "
-                     f"{num(node['grad'])}\n{where}")
+                kind = (
+                    "the output"
+                    if node["root"]
+                    else ("the leaf" if node["leaf"] else "the inner node")
+                )
+                fail(
+                    f"zero_grad(f) should leave grad 0 on {kind} {name}, got "
+                    f"{num(node['grad'])}\n{where}"
+                )
 
 
 # ---- exercise 6: topological_order_iterative ------------------------------------------------
@@ -288,8 +363,9 @@ def topological_order_iterative(kernel: Kernel) -> None:
     """Valid orders on random graphs, and on graphs ten times deeper than Python's default
     recursion limit, sorted under a recursion limit a few hundred calls deep (which the
     sort must leave as it is): a search that nests a call per node fails."""
-    check_orders(kernel, "topological_order_iterative", 100,
-                 deep=[("chain", DEEP), ("diamonds", DEEP // 6)])
+    check_orders(
+        kernel, "topological_order_iterative", 100, deep=[("chain", DEEP), ("diamonds", DEEP // 6)]
+    )
 
 
 # What each test grades, as ``Given`` targets name it: the course's code for these is sent

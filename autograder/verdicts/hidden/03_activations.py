@@ -34,7 +34,10 @@ from .common import (
 )
 
 LARGE = "large inputs must work too: the tests use |x| up to 1000"
-TANH = Given("Value.tanh", "tanh", '''
+TANH = Given(
+    "Value.tanh",
+    "tanh",
+    """
 def tanh(self):
     t = math.tanh(self.data)
     out = Value(t, (self,), "tanh")
@@ -44,7 +47,8 @@ def tanh(self):
 
     out._backward = _backward
     return out
-''')
+""",
+)
 
 
 def one(op: str, x: float, seed: float = 1.0) -> Case:
@@ -64,12 +68,20 @@ def outside(op: str, x: float, k: float) -> Case:
 def reused(op: str, x: float = 0.7) -> list[Case]:
     """x.op() + x and x.op() + x.op(): x gets gradient along two paths, so an op that sets
     its input's grad (=) instead of adding to it (+=) fails on every seed."""
-    return [Case(Program(1, [Step(op, (0,)), Step("+", (1, 0))]), [x]),
-            Case(Program(1, [Step(op, (0,)), Step(op, (0,)), Step("+", (1, 2))]), [x])]
+    return [
+        Case(Program(1, [Step(op, (0,)), Step("+", (1, 0))]), [x]),
+        Case(Program(1, [Step(op, (0,)), Step(op, (0,)), Step("+", (1, 2))]), [x]),
+    ]
 
 
-def check_op(kernel: Kernel, op: str, visible: list[Case], points: list[float] = (),
-             positive: bool = False, hint: str = "") -> None:
+def check_op(
+    kernel: Kernel,
+    op: str,
+    visible: list[Case],
+    points: list[float] = (),
+    positive: bool = False,
+    hint: str = "",
+) -> None:
     """``op`` alone at random inputs (from 1.0, then from random values of d(loss)/d(out)),
     at chosen ``points`` (where ``hint`` is added to a failure), then in random graphs
     with the arithmetic (backward())."""
@@ -86,17 +98,32 @@ def check_op(kernel: Kernel, op: str, visible: list[Case], points: list[float] =
         if hint and large:
             fail(f"{exc}\n({hint})")
         raise
-    graphs = [Case(*random_program(rng, (*ARITHMETIC, op), n_leaves=rng.choice((1, 2, 3)),
-                                   n_steps=rng.choice((1, 2, 3, 5, 7)), numbers="both"))
-              for _ in range(80)]
+    graphs = [
+        Case(
+            *random_program(
+                rng,
+                (*ARITHMETIC, op),
+                n_leaves=rng.choice((1, 2, 3)),
+                n_steps=rng.choice((1, 2, 3, 5, 7)),
+                numbers="both",
+            )
+        )
+        for _ in range(80)
+    ]
     check_cases(kernel, graphs, backprop="backward", tested=(op,))
 
 
-def check_raises(kernel: Kernel, op: str, points: list[float], error: str, rule: str,
-                 names_value: bool = True) -> None:
+def check_raises(
+    kernel: Kernel, op: str, points: list[float], error: str, rule: str, names_value: bool = True
+) -> None:
     """``Value(x).op()`` at each point must raise ``error`` (whose message names x)."""
-    results = kernel.run("graphs", value="Value", programs=[one(op, x).spec() for x in points],
-                         backprop="closures", what=f"Value(x).{op}()")
+    results = kernel.run(
+        "graphs",
+        value="Value",
+        programs=[one(op, x).spec() for x in points],
+        backprop="closures",
+        what=f"Value(x).{op}()",
+    )
     for x, result in zip(points, results):
         expr = f"Value({num(x)}).{op}()"
         if result.get("failed") != "build":
@@ -105,65 +132,104 @@ def check_raises(kernel: Kernel, op: str, points: list[float], error: str, rule:
         if result["type"] != error:
             fail(f"`{op}`: {expr} should raise {error} ({rule}), not {result['error']}")
         if names_value and num(abs(x)) not in result["message"]:
-            fail(f"`{op}`: {expr} raised {error}, but its message should name the value "
-                 f"{num(x)}; it says {result['message'][:40]!r}")
+            fail(
+                f"`{op}`: {expr} raised {error}, but its message should name the value "
+                f"{num(x)}; it says {result['message'][:40]!r}"
+            )
 
 
 def tanh(kernel: Kernel) -> None:
-    visible = [one("tanh", 0.5), one("tanh", -2.0), outside("tanh", 0.5, 3.0),
-               inside("tanh", 1.0, 1000.0)]
-    check_op(kernel, "tanh", visible, [20.0, -20.0, 400.0, -400.0, 1000.0, -1000.0],
-             hint=LARGE)
+    visible = [
+        one("tanh", 0.5),
+        one("tanh", -2.0),
+        outside("tanh", 0.5, 3.0),
+        inside("tanh", 1.0, 1000.0),
+    ]
+    check_op(kernel, "tanh", visible, [20.0, -20.0, 400.0, -400.0, 1000.0, -1000.0], hint=LARGE)
 
 
 def relu(kernel: Kernel) -> None:
-    visible = [one("relu", 1.5), one("relu", -2.0), one("relu", 0.0),
-               outside("relu", 0.5, -3.0)]
-    results = kernel.run("graphs", value="Value", programs=[one("relu", x, 2.0).spec()
-                                                             for x in (0.0, -0.0)],
-                         backprop="closures", what="Value(0).relu()")
+    visible = [one("relu", 1.5), one("relu", -2.0), one("relu", 0.0), outside("relu", 0.5, -3.0)]
+    results = kernel.run(
+        "graphs",
+        value="Value",
+        programs=[one("relu", x, 2.0).spec() for x in (0.0, -0.0)],
+        backprop="closures",
+        what="Value(0).relu()",
+    )
     for result in results:
         if "failed" in result:
             fail(f"`relu`: Value(0).relu() raised {result['error']}")
         if not close(result["data"][-1], 0.0):
             fail(f"`relu`: Value(0).relu() should be 0, got {num(result['data'][-1])}")
         if not close(result["grads"][0], 0.0):
-            fail("`relu`: at x = 0 relu has a kink: by convention its gradient should be 0 there "
-                 f"(as in PyTorch), got {num(result['grads'][0] / 2)} times out.grad")
+            fail(
+                "`relu`: at x = 0 relu has a kink: by convention its gradient should be 0 there "
+                f"(as in PyTorch), got {num(result['grads'][0] / 2)} times out.grad"
+            )
     check_op(kernel, "relu", visible, [1000.0, -1000.0, 1e-6, -1e-6])
 
 
 def exp_log(kernel: Kernel) -> None:
-    check_op(kernel, "exp", [one("exp", 1.0), outside("exp", 0.0, 2.0)],
-             [-1000.0, -30.0, 30.0, 300.0])
+    check_op(
+        kernel, "exp", [one("exp", 1.0), outside("exp", 0.0, 2.0)], [-1000.0, -30.0, 30.0, 300.0]
+    )
     check_op(kernel, "log", [one("log", 2.0)], [1e-6, 1e6], positive=True)
     composed = Case(Program(1, [Step("exp", (0,)), Step("log", (1,))]), [0.7])
     check_cases(kernel, [composed], backprop="closures", tested=("exp", "log"))
-    check_raises(kernel, "exp", [1000.0], "OverflowError",
-                 "e**1000 is too large for a float", names_value=False)
+    check_raises(
+        kernel,
+        "exp",
+        [1000.0],
+        "OverflowError",
+        "e**1000 is too large for a float",
+        names_value=False,
+    )
     check_raises(kernel, "log", [0.0, -2.5, -4.0, -2.0], "ValueError", "log needs x > 0")
 
 
 def sigmoid(kernel: Kernel) -> None:
-    visible = [one("sigmoid", 0.0), one("sigmoid", 2.0), outside("sigmoid", 0.0, 4.0),
-               inside("sigmoid", 1.0, -1000.0), inside("sigmoid", 1.0, 1000.0)]
-    check_op(kernel, "sigmoid", visible, [40.0, -40.0, 800.0, -800.0, 1000.0, -1000.0],
-             hint=LARGE)
+    visible = [
+        one("sigmoid", 0.0),
+        one("sigmoid", 2.0),
+        outside("sigmoid", 0.0, 4.0),
+        inside("sigmoid", 1.0, -1000.0),
+        inside("sigmoid", 1.0, 1000.0),
+    ]
+    check_op(kernel, "sigmoid", visible, [40.0, -40.0, 800.0, -800.0, 1000.0, -1000.0], hint=LARGE)
 
 
 def sin_cos_sqrt(kernel: Kernel) -> None:
     check_op(kernel, "sin", [one("sin", 0.5)], [-7.0, 10.0])
     check_op(kernel, "cos", [one("cos", 0.5)], [-7.0, 10.0])
     check_op(kernel, "sqrt", [one("sqrt", 4.0)], [1e-4, 1e6], positive=True)
-    identity = Case(Program(1, [Step("sin", (0,)), Step("**", (1, 2)), Step("cos", (0,)),
-                                Step("**", (3, 2)), Step("+", (2, 4))]), [0.7])
+    identity = Case(
+        Program(
+            1,
+            [
+                Step("sin", (0,)),
+                Step("**", (1, 2)),
+                Step("cos", (0,)),
+                Step("**", (3, 2)),
+                Step("+", (2, 4)),
+            ],
+        ),
+        [0.7],
+    )
     check_cases(kernel, [identity], backprop="closures", tested=("sin", "cos"))
-    results = kernel.run("graphs", value="Value", programs=[one("sqrt", 0.0).spec()],
-                         backprop="closures", what="Value(0).sqrt()")
+    results = kernel.run(
+        "graphs",
+        value="Value",
+        programs=[one("sqrt", 0.0).spec()],
+        backprop="closures",
+        what="Value(0).sqrt()",
+    )
     result = results[0]  # only its data: the slope of sqrt at 0 is infinite
     if "data" not in result:
-        fail(f"`sqrt`: Value(0).sqrt() should be 0 (sqrt is defined for x >= 0), got "
-             f"{result.get('error')}")
+        fail(
+            f"`sqrt`: Value(0).sqrt() should be 0 (sqrt is defined for x >= 0), got "
+            f"{result.get('error')}"
+        )
     if not close(result["data"][-1], 0.0):
         fail(f"`sqrt`: Value(0).sqrt() should be 0, got {num(result['data'][-1])}")
     check_raises(kernel, "sqrt", [-2.5, -4.0, -1.0], "ValueError", "sqrt needs x >= 0")
@@ -178,12 +244,21 @@ def neuron(kernel: Kernel) -> None:
     cases = [([2.0, 0.0], [-3.0, 1.0], 6.8813735870195432)]
     for trial in range(32):
         size = 1 + trial % 4
-        cases.append(([round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
-                      [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
-                      round(rng.uniform(-1.5, 1.5), 2)))
-    results = kernel.run("neuron", value="Value", function="neuron", given=[TANH],
-                         cases=[{"xs": xs, "ws": ws, "b": b} for xs, ws, b in cases],
-                         what="neuron(xs, ws, b)")
+        cases.append(
+            (
+                [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
+                [round(rng.uniform(-2.0, 2.0), 2) for _ in range(size)],
+                round(rng.uniform(-1.5, 1.5), 2),
+            )
+        )
+    results = kernel.run(
+        "neuron",
+        value="Value",
+        function="neuron",
+        given=[TANH],
+        cases=[{"xs": xs, "ws": ws, "b": b} for xs, ws, b in cases],
+        what="neuron(xs, ws, b)",
+    )
     for (xs, ws, b), got in zip(cases, results):
         where = f"with xs={xs}, ws={ws}, b={b}"
         vx, vw, vb = [RefValue(v) for v in xs], [RefValue(v) for v in ws], RefValue(b)
@@ -195,13 +270,14 @@ def neuron(kernel: Kernel) -> None:
             fail(f"neuron should give o = {num(o.data)}, got {num(got['data'])}\n{where}")
         if "failed" in got:
             fail(f"backpropagating the neuron raised {got['error']}\n{where}")
-        names = ([(f"x{i + 1}", v, g) for i, (v, g) in enumerate(zip(vx, got["grads"]["xs"]))]
-                 + [(f"w{i + 1}", v, g) for i, (v, g) in enumerate(zip(vw, got["grads"]["ws"]))]
-                 + [("b", vb, got["grads"]["b"])])
+        names = (
+            [(f"x{i + 1}", v, g) for i, (v, g) in enumerate(zip(vx, got["grads"]["xs"]))]
+            + [(f"w{i + 1}", v, g) for i, (v, g) in enumerate(zip(vw, got["grads"]["ws"]))]
+            + [("b", vb, got["grads"]["b"])]
+        )
         for name, truth, grad in names:
             if not close(grad, truth.grad):
-                fail(f"neuron: do/d{name} should be {num(truth.grad)}, got {num(grad)}\n"
-                     f"{where}")
+                fail(f"neuron: do/d{name} should be {num(truth.grad)}, got {num(grad)}\n{where}")
 
 
 # What each test grades, as ``Given`` targets name it: the course's code for these is sent

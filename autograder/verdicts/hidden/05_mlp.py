@@ -19,10 +19,16 @@ from .training import training
 
 MODULE = (
     Given("Module.parameters", "parameters", "def parameters(self):\n    return []\n"),
-    Given("Module.zero_grad", "zero_grad",
-          "def zero_grad(self):\n    for p in self.parameters():\n        p.grad = 0.0\n"),
+    Given(
+        "Module.zero_grad",
+        "zero_grad",
+        "def zero_grad(self):\n    for p in self.parameters():\n        p.grad = 0.0\n",
+    ),
 )
-NEURON = Given("Neuron", "Neuron", '''
+NEURON = Given(
+    "Neuron",
+    "Neuron",
+    """
 class Neuron(Module):
     def __init__(self, nin, nonlin=True):
         self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
@@ -35,7 +41,8 @@ class Neuron(Module):
 
     def parameters(self):
         return [*self.w, self.b]
-''')
+""",
+)
 ORDER = "(weights are copied in parameters() order: neuron by neuron, each w, then b)"
 
 
@@ -46,11 +53,20 @@ def vec(values: Sequence[float]) -> str:
 # ---- a module against the reference, weights copied -------------------------------------
 
 
-def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
-                 given: Sequence[Given] = (), layout: list[str] | None = None,
-                 layout_labels: Sequence[str] = (),
-                 hint: Callable[[float, float], str] = lambda g, w: "",
-                 zero_grad: bool = False, count_text: str = "") -> None:
+def check_module(
+    kernel: Kernel,
+    build: str,
+    ref,
+    nin: int,
+    *,
+    rounds: int = 4,
+    given: Sequence[Given] = (),
+    layout: list[str] | None = None,
+    layout_labels: Sequence[str] = (),
+    hint: Callable[[float, float], str] = lambda g, w: "",
+    zero_grad: bool = False,
+    count_text: str = "",
+) -> None:
     """Build ``build`` with the student's classes; copy ``ref``'s (randomized) weights into
     it in parameters() order; compare outputs, and gradients from each output."""
     rng = kernel.rng
@@ -63,10 +79,20 @@ def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
         x = [round(rng.uniform(-2.0, 2.0), 3) for _ in range(nin)]
         first = ref([RefValue(v) for v in x])
         n_out = 1 if isinstance(first, RefValue) else len(first)
-        runs += [{"x": x, "as_values": r % 2 == 0, "backward_from": i}
-                 for i in range(min(n_out, 3))]
-    info = kernel.run("module", value="Value", build=build, weights=weights, runs=runs,
-                      layout=layout, zero_grad=zero_grad, given=given, what=build)
+        runs += [
+            {"x": x, "as_values": r % 2 == 0, "backward_from": i} for i in range(min(n_out, 3))
+        ]
+    info = kernel.run(
+        "module",
+        value="Value",
+        build=build,
+        weights=weights,
+        runs=runs,
+        layout=layout,
+        zero_grad=zero_grad,
+        given=given,
+        what=build,
+    )
     params_text = f"{build}.parameters()"
     if "count" not in info:
         fail(f"{params_text} should return a list, got {info['parameters']}")
@@ -78,23 +104,31 @@ def check_module(kernel: Kernel, build: str, ref, nin: int, *, rounds: int = 4,
         detail = f" ({count_text})" if count_text else ""
         fail(f"{params_text} should give {len(ref_params)} Values{detail}, got {info['count']}")
     if info["again"] != info["count"]:
-        fail(f"{params_text} should give the same {info['count']} Values each time, got "
-             f"{info['again']} when called again: build the list afresh on each call")
+        fail(
+            f"{params_text} should give the same {info['count']} Values each time, got "
+            f"{info['again']} when called again: build the list afresh on each call"
+        )
     order = info.get("layout")
     if layout_labels and isinstance(order, list) and order != list(range(len(order))):
-        fail(f"{params_text} should list {_labels(layout_labels, range(len(order)))}\n"
-             f"got {_labels(layout_labels, order)}")
+        fail(
+            f"{params_text} should list {_labels(layout_labels, range(len(order)))}\n"
+            f"got {_labels(layout_labels, order)}"
+        )
     if len(info.get("runs") or ()) != len(runs):
-        fail(f"{build}: the kernel's answer is incomplete (was the grading code in the kernel "
-             "changed?)")
+        fail(
+            f"{build}: the kernel's answer is incomplete (was the grading code in the kernel "
+            "changed?)"
+        )
     for run, got in zip(runs, info["runs"]):
         _compare_run(build, ref, run, got, hint)
     if zero_grad:
         if "zero_grad_failed" in info:
             fail(f"{build}.zero_grad() raised {info['zero_grad_failed']}")
         if any(g != 0.0 for g in info["zeroed"]):
-            fail(f"after {build}.zero_grad() every parameter's grad should be 0.0, got "
-                 f"{vec(info['zeroed'][:4])}...")
+            fail(
+                f"after {build}.zero_grad() every parameter's grad should be 0.0, got "
+                f"{vec(info['zeroed'][:4])}..."
+            )
 
 
 def _labels(labels: Sequence[str], positions) -> str:
@@ -114,16 +148,22 @@ def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
     want = [raw] if single else raw
     shape = got["shape"]
     if single and shape != "value":
-        fail(f"{where} returned {'a list' if isinstance(shape, int) else shape}; with a "
-             "single output it should return that Value itself, not a list")
+        fail(
+            f"{where} returned {'a list' if isinstance(shape, int) else shape}; with a "
+            "single output it should return that Value itself, not a list"
+        )
     if not single and shape != len(want):
-        fail(f"{where} should return a list of {len(want)} Value{'s' * (len(want) > 1)}, got "
-             f"{'a Value' if shape == 'value' else shape}")
+        fail(
+            f"{where} should return a list of {len(want)} Value{'s' * (len(want) > 1)}, got "
+            f"{'a Value' if shape == 'value' else shape}"
+        )
     for k, (o, w) in enumerate(zip(got["data"], want)):
         if not close(o, w.data):
             label = f"output {k} of {build}" if len(want) > 1 else build
-            fail(f"{label} at x={vec(x)}: expected {num(w.data)}, got {num(o)}"
-                 + _line(hint(o, w.data)))
+            fail(
+                f"{label} at x={vec(x)}: expected {num(w.data)}, got {num(o)}"
+                + _line(hint(o, w.data))
+            )
     out = f"output {i} of {build}" if len(want) > 1 else build
     if "failed" in got:
         fail(f"backward() from {out} raised {got['error']}")
@@ -132,8 +172,10 @@ def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
     want[i].backward()
     for j, (g, q) in enumerate(zip(got["grads"], ref.parameters())):
         if not close(g, q.grad):
-            fail(f"{out} at x={vec(x)}: d(out)/d(parameters()[{j}]) should be {num(q.grad)}, "
-                 f"got {num(g)}" + _line(hint(g, q.grad)))
+            fail(
+                f"{out} at x={vec(x)}: d(out)/d(parameters()[{j}]) should be {num(q.grad)}, "
+                f"got {num(g)}" + _line(hint(g, q.grad))
+            )
     for j, (g, v) in enumerate(zip(got.get("x_grads") or [], ref_xs)):
         if not close(g, v.grad):
             fail(f"{out} at x={vec(x)}: d(out)/dx[{j}] should be {num(v.grad)}, got {num(g)}")
@@ -156,17 +198,27 @@ def neuron(kernel: Kernel) -> None:
     if "zero_grad_failed" in base:
         fail(f"zero_grad() raised {base['zero_grad_failed']}")
     if base["grads"] != [0.0, 0.0]:
-        fail("after zero_grad() every parameter's grad should be 0.0; a module with grads 3 "
-             f"and -0.5: got {num(base['grads'][0])} and {num(base['grads'][1])}")
+        fail(
+            "after zero_grad() every parameter's grad should be 0.0; a module with grads 3 "
+            f"and -0.5: got {num(base['grads'][0])} and {num(base['grads'][1])}"
+        )
     if base["data"] != [1.5, -2.0]:
         fail("zero_grad() should change only the grads: it changed a parameter's data")
     for nin, nonlin in [(3, True), (1, True), (2, False), (5, True), (4, False), (16, True)]:
         build = f"Neuron({nin})" if nonlin else f"Neuron({nin}, nonlin=False)"
         ref = ref_nn.Neuron(nin, nonlin=nonlin, rng=kernel.rng.randrange(10**6))
-        check_module(kernel, build, ref, nin, rounds=6, layout=["m.w", "m.b"],
-                     layout_labels=[f"w[{j}]" for j in range(nin)] + ["b"], zero_grad=True,
-                     hint=_neuron_hint,
-                     count_text=f"the {nin} weight{'s' * (nin > 1)} and the bias")
+        check_module(
+            kernel,
+            build,
+            ref,
+            nin,
+            rounds=6,
+            layout=["m.w", "m.b"],
+            layout_labels=[f"w[{j}]" for j in range(nin)] + ["b"],
+            zero_grad=True,
+            hint=_neuron_hint,
+            count_text=f"the {nin} weight{'s' * (nin > 1)} and the bias",
+        )
 
 
 def _neuron_hint(got: float, want: float) -> str:
@@ -189,16 +241,28 @@ def mlp(kernel: Kernel) -> None:
     the course's Module and Neuron."""
     rng = kernel.rng
     given = [*MODULE, NEURON]
-    for nin, nout, nonlin in [(3, 4, True), (3, 1, True), (2, 3, False), (4, 1, False),
-                              (5, 2, True)]:
+    for nin, nout, nonlin in [
+        (3, 4, True),
+        (3, 1, True),
+        (2, 3, False),
+        (4, 1, False),
+        (5, 2, True),
+    ]:
         build = f"Layer({nin}, {nout})" if nonlin else f"Layer({nin}, {nout}, nonlin=False)"
         ref = ref_nn.Layer(nin, nout, rng=rng.randrange(10**6), nonlin=nonlin)
         check_module(kernel, build, ref, nin, given=given, hint=lambda g, w: ORDER)
-    for nin, nouts in [(3, [4, 4, 1]), (2, [16, 16, 1]), (3, [4, 2]), (2, [3]), (1, [5, 1]),
-                       (4, [6, 3, 1])]:
+    for nin, nouts in [
+        (3, [4, 4, 1]),
+        (2, [16, 16, 1]),
+        (3, [4, 2]),
+        (2, [3]),
+        (1, [5, 1]),
+        (4, [6, 3, 1]),
+    ]:
         ref = ref_nn.MLP(nin, nouts, rng=rng.randrange(10**6))
-        check_module(kernel, f"MLP({nin}, {nouts})", ref, nin, rounds=6, given=given,
-                     hint=_mlp_hint)
+        check_module(
+            kernel, f"MLP({nin}, {nouts})", ref, nin, rounds=6, given=given, hint=_mlp_hint
+        )
 
 
 # ---- exercise 3: Linear and Sequential --------------------------------------------------
@@ -207,8 +271,11 @@ SEQUENTIALS = [
     ("Sequential(Linear(3, 4), ReLU(), Linear(4, 2))", ["L(3, 4)", "R()", "L(4, 2)"], 3),
     ("Sequential(Linear(2, 5), Tanh(), Linear(5, 1))", ["L(2, 5)", "T()", "L(5, 1)"], 2),
     ("Sequential(Linear(2, 3))", ["L(2, 3)"], 2),
-    ("Sequential(Linear(2, 4), ReLU(), Linear(4, 4), Tanh(), Linear(4, 1))",
-     ["L(2, 4)", "R()", "L(4, 4)", "T()", "L(4, 1)"], 2),
+    (
+        "Sequential(Linear(2, 4), ReLU(), Linear(4, 4), Tanh(), Linear(4, 1))",
+        ["L(2, 4)", "R()", "L(4, 4)", "T()", "L(4, 1)"],
+        2,
+    ),
     ("Sequential(Sequential(Linear(2, 3), ReLU()), Linear(3, 2))", None, 2),
 ]
 
@@ -219,15 +286,24 @@ def linear(kernel: Kernel) -> None:
     rng = kernel.rng
     for nin, nout in [(2, 3), (3, 1), (1, 4), (5, 2)]:
         ref = ref_nn.Linear(nin, nout, rng=rng.randrange(10**6))
-        check_module(kernel, f"Linear({nin}, {nout})", ref, nin, given=MODULE,
-                     count_text=f"{nout * nin} weights and {nout} biases",
-                     layout=["m.weight", "m.bias"],
-                     layout_labels=[f"weight[{r}][{c}]" for r in range(nout) for c in range(nin)]
-                     + [f"bias[{i}]" for i in range(nout)])
+        check_module(
+            kernel,
+            f"Linear({nin}, {nout})",
+            ref,
+            nin,
+            given=MODULE,
+            count_text=f"{nout * nin} weights and {nout} biases",
+            layout=["m.weight", "m.bias"],
+            layout_labels=[f"weight[{r}][{c}]" for r in range(nout) for c in range(nin)]
+            + [f"bias[{i}]" for i in range(nout)],
+        )
     for build, parts, nin in SEQUENTIALS:
         r = random.Random(rng.randrange(10**6))
-        made = {"L": lambda a, b, r=r: ref_nn.Linear(a, b, rng=r), "R": ref_nn.ReLU,
-                "T": ref_nn.Tanh}
+        made = {
+            "L": lambda a, b, r=r: ref_nn.Linear(a, b, rng=r),
+            "R": ref_nn.ReLU,
+            "T": ref_nn.Tanh,
+        }
         if parts is None:
             inner = ref_nn.Sequential(made["L"](2, 3), ref_nn.ReLU())
             ref = ref_nn.Sequential(inner, made["L"](3, 2))
@@ -239,12 +315,17 @@ def linear(kernel: Kernel) -> None:
 # ---- exercises 4 to 6: losses -----------------------------------------------------------
 
 
-def check_loss(kernel: Kernel, function: str, ref_fn, cases: list[dict], hint: str = "",
-               hint_when: Callable[[dict], bool] = lambda case: False) -> None:
+def check_loss(
+    kernel: Kernel,
+    function: str,
+    ref_fn,
+    cases: list[dict],
+    hint: str = "",
+    hint_when: Callable[[dict], bool] = lambda case: False,
+) -> None:
     """fn(preds, targets[, parameters, alpha]) against the reference: value, and the
     gradients of the predictions and parameters."""
-    results = kernel.run("loss", value="Value", function=function, cases=cases,
-                         what=function)
+    results = kernel.run("loss", value="Value", function=function, cases=cases, what=function)
     for case, got in zip(cases, results):
         text = f"{function}({vec(case['preds'])}, {vec(case['targets'])}"
         if case.get("alpha") is not None:
@@ -268,8 +349,7 @@ def check_loss(kernel: Kernel, function: str, ref_fn, cases: list[dict], hint: s
         want.backward()
         for i, (g, p) in enumerate(zip(got["grads"], preds)):
             if not close(g, p.grad):
-                fail(f"{text}: d(loss)/d(input {i}) should be {num(p.grad)}, got {num(g)}"
-                     f"{extra}")
+                fail(f"{text}: d(loss)/d(input {i}) should be {num(p.grad)}, got {num(g)}{extra}")
         for i, (g, p) in enumerate(zip(got["param_grads"], params)):
             if not close(g, p.grad):
                 fail(f"{text}: d(loss)/d(parameter {i}) should be {num(p.grad)}, got {num(g)}")
@@ -281,14 +361,26 @@ def mse(kernel: Kernel) -> None:
     cases = [{"preds": [1.0, 3.0], "targets": [0.0, 1.0]}, {"preds": [2.0], "targets": [2.0]}]
     for trial in range(40):
         n = 2 + trial % 4 if trial < 30 else 1
-        cases.append({"preds": [round(rng.uniform(-3.0, 3.0), 3) for _ in range(n)],
-                      "targets": [rng.randint(-2, 2) if rng.random() < 0.3 else
-                                  round(rng.uniform(-3.0, 3.0), 2) for _ in range(n)]})
+        cases.append(
+            {
+                "preds": [round(rng.uniform(-3.0, 3.0), 3) for _ in range(n)],
+                "targets": [
+                    rng.randint(-2, 2) if rng.random() < 0.3 else round(rng.uniform(-3.0, 3.0), 2)
+                    for _ in range(n)
+                ],
+            }
+        )
     check_loss(kernel, "mse_loss", ref_nn.mse_loss, cases)
 
 
-LARGE_LOGITS = [([1000.0], [0]), ([-1000.0], [1]), ([1000.0], [1]), ([-1000.0], [0]),
-                ([50.0, -800.0, 3.0], [0, 0, 1]), ([-750.0, 710.0], [1.0, 0.0])]
+LARGE_LOGITS = [
+    ([1000.0], [0]),
+    ([-1000.0], [1]),
+    ([1000.0], [1]),
+    ([-1000.0], [0]),
+    ([50.0, -800.0, 3.0], [0, 0, 1]),
+    ([-750.0, 710.0], [1.0, 0.0]),
+]
 LARGE_HINT = "logits of +-1000 must work: exp() overflows above 709, and log(0) fails"
 
 
@@ -299,21 +391,32 @@ def bce(kernel: Kernel) -> None:
     for trial in range(40):
         n = 1 + trial % 4
         labels = [rng.randint(0, 1) for _ in range(n)]
-        cases.append({"preds": [round(rng.choice((-1, 1)) * rng.uniform(0.05, 4.0), 3)
-                                for _ in range(n)],
-                      "targets": [float(y) for y in labels] if trial % 5 == 4 else labels})
+        cases.append(
+            {
+                "preds": [round(rng.choice((-1, 1)) * rng.uniform(0.05, 4.0), 3) for _ in range(n)],
+                "targets": [float(y) for y in labels] if trial % 5 == 4 else labels,
+            }
+        )
     cases += [{"preds": p, "targets": t} for p, t in LARGE_LOGITS]
-    check_loss(kernel, "binary_cross_entropy_with_logits",
-               ref_nn.binary_cross_entropy_with_logits, cases, LARGE_HINT,
-               lambda case: max(abs(z) for z in case["preds"]) > 700)
+    check_loss(
+        kernel,
+        "binary_cross_entropy_with_logits",
+        ref_nn.binary_cross_entropy_with_logits,
+        cases,
+        LARGE_HINT,
+        lambda case: max(abs(z) for z in case["preds"]) > 700,
+    )
 
 
 def max_margin(kernel: Kernel) -> None:
     """Max-margin on random scores and labels, with and without the L2 term."""
     rng = kernel.rng
     alphas = (0.5, 0.1, 1e-4, 0.0)
-    cases = [{"preds": [0.5, -2.0], "targets": [1, 1], "params": [2.0], "alpha": 0.1},
-             {"preds": [2.0], "targets": [1]}, {"preds": [0.5], "targets": [-1]}]
+    cases = [
+        {"preds": [0.5, -2.0], "targets": [1, 1], "params": [2.0], "alpha": 0.1},
+        {"preds": [2.0], "targets": [1]},
+        {"preds": [0.5], "targets": [-1]},
+    ]
     for trial in range(40):
         n = 1 + trial % 4
         labels = [rng.choice((-1, 1)) for _ in range(n)]
@@ -324,8 +427,14 @@ def max_margin(kernel: Kernel) -> None:
                 s = round(rng.uniform(-2.5, 2.5), 3)
             scores.append(s)
         labels = [float(y) for y in labels] if trial % 5 == 3 else labels
-        cases.append({"preds": scores, "targets": labels, "alpha": alphas[trial % 4],
-                      "params": [round(rng.uniform(-2.0, 2.0), 3) for _ in range(1 + trial % 3)]})
+        cases.append(
+            {
+                "preds": scores,
+                "targets": labels,
+                "alpha": alphas[trial % 4],
+                "params": [round(rng.uniform(-2.0, 2.0), 3) for _ in range(1 + trial % 3)],
+            }
+        )
         if trial % 8 == 0:  # parameters and alpha left at their defaults
             cases.append({"preds": scores, "targets": labels})
     check_loss(kernel, "max_margin_loss", ref_nn.max_margin_loss, cases)

@@ -4,7 +4,10 @@ bug costs the points of the exercise that has it and not of the ones after it.""
 
 from .common import Given
 
-TOPOLOGICAL_ORDER = Given("topological_order", "topological_order", '''
+TOPOLOGICAL_ORDER = Given(
+    "topological_order",
+    "topological_order",
+    """
 def topological_order(root):
     order, visited = [], set()
 
@@ -17,14 +20,22 @@ def topological_order(root):
 
     visit(root)
     return order
-''')
-BACKWARD = Given("Value.backward", "backward", '''
+""",
+)
+BACKWARD = Given(
+    "Value.backward",
+    "backward",
+    """
 def backward(self):
     self.grad = 1.0
     for node in reversed(topological_order(self)):
         node._backward()
-''')
-NUMERICAL_GRAD = Given("numerical_grad", "numerical_grad", '''
+""",
+)
+NUMERICAL_GRAD = Given(
+    "numerical_grad",
+    "numerical_grad",
+    """
 def numerical_grad(f, xs, h=1e-6):
     grads = []
     for i in range(len(xs)):
@@ -33,4 +44,5 @@ def numerical_grad(f, xs, h=1e-6):
         down[i] -= h
         grads.append((f(*up) - f(*down)) / (2 * h))
     return grads
-''')
+""",
+)

@@ -31,7 +31,8 @@ def _load(name: str, path: Path):
     """A module or package of the course by path, under a name of its own."""
     package = path.name == "__init__.py"
     spec = importlib.util.spec_from_file_location(
-        name, path, submodule_search_locations=[str(path.parent)] if package else None)
+        name, path, submodule_search_locations=[str(path.parent)] if package else None
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -86,8 +87,14 @@ BINARY: dict[str, Callable] = {
 NUMBERS = (-2.0, -1.5, -0.5, 0.5, 1.5, 2.0, 3.0)
 EXPONENTS = (2, 3, -1, 0.5, 1.5, -2)
 ARITHMETIC = ("+", "*", "-", "/", "**", "neg")
-METHOD = {"+": "__add__", "*": "__mul__", "-": "__sub__", "/": "__truediv__",
-          "**": "__pow__", "neg": "__neg__"}
+METHOD = {
+    "+": "__add__",
+    "*": "__mul__",
+    "-": "__sub__",
+    "/": "__truediv__",
+    "**": "__pow__",
+    "neg": "__neg__",
+}
 REFLECTED = {"+": "__radd__", "*": "__rmul__", "-": "__rsub__", "/": "__rtruediv__"}
 
 
@@ -139,8 +146,12 @@ class Program:
 
     def spec(self, leaves: Sequence[float], **extra) -> dict:
         """The program as the probe reads it."""
-        return {"leaves": list(leaves), "steps": [[s.op, list(s.args)] for s in self.steps],
-                "labels": self.labels(), **extra}
+        return {
+            "leaves": list(leaves),
+            "steps": [[s.op, list(s.args)] for s in self.steps],
+            "labels": self.labels(),
+            **extra,
+        }
 
     def methods(self) -> list[str]:
         return list(dict.fromkeys(step.method() for step in self.steps))
@@ -191,8 +202,13 @@ def safe(op: str, values: Sequence[float], exponent: float | None = None) -> boo
     return True
 
 
-def random_program(rng: random.Random, ops: Sequence[str], n_leaves: int = 3,
-                   n_steps: int = 4, numbers: str = "right") -> tuple[Program, list[float]]:
+def random_program(
+    rng: random.Random,
+    ops: Sequence[str],
+    n_leaves: int = 3,
+    n_steps: int = 4,
+    numbers: str = "right",
+) -> tuple[Program, list[float]]:
     """A random graph over ``n_leaves`` inputs using ``ops``, and inputs it is safe at.
 
     Operands are drawn from all earlier nodes, so sub-expressions and inputs get reused.
@@ -237,8 +253,9 @@ def _random_step(rng: random.Random, ops: Sequence[str], n_nodes: int, numbers: 
     return Step(op, (recent,))
 
 
-def single(op: str, args: tuple, rng: random.Random, positive: bool = False
-           ) -> tuple[Program, list[float]]:
+def single(
+    op: str, args: tuple, rng: random.Random, positive: bool = False
+) -> tuple[Program, list[float]]:
     """A one-step program and inputs (in [-2, 2] away from 0, or [0.3, 2]) it is safe at."""
     step = Step(op, args)
     n = 1 + max(step.inputs(), default=0)
@@ -272,8 +289,9 @@ class Case:
     seed: float = 1.0  # d(loss)/d(output) to start from (closures only)
 
     def spec(self) -> dict:
-        return self.program.spec(self.leaves, passes=self.passes, repeat=self.repeat,
-                                 seed=self.seed)
+        return self.program.spec(
+            self.leaves, passes=self.passes, repeat=self.repeat, seed=self.seed
+        )
 
     def reference(self) -> tuple[list[float], list[float]]:
         """Every node's data, and every input's gradient after all passes."""
@@ -283,15 +301,27 @@ class Case:
         return [n.data for n in nodes], [x.grad * factor for x in nodes[: len(self.leaves)]]
 
 
-def check_cases(kernel: Kernel, cases: Sequence[Case], *, backprop: str = "backward",
-                given: Sequence[Given] = (), tested: Sequence[str] = (),
-                value: str = "Value") -> None:
+def check_cases(
+    kernel: Kernel,
+    cases: Sequence[Case],
+    *,
+    backprop: str = "backward",
+    given: Sequence[Given] = (),
+    tested: Sequence[str] = (),
+    value: str = "Value",
+) -> None:
     """Build and backpropagate every case with the student's engine (one request to the
     probe), and fail on the first difference from the reference. ``tested`` names the
     methods this test grades (the others are given), for the messages."""
     what = "backpropagating" if backprop == "backward" else "the _backward closures"
-    results = kernel.run("graphs", value=value, programs=[c.spec() for c in cases],
-                         backprop=backprop, given=given, what=what)
+    results = kernel.run(
+        "graphs",
+        value=value,
+        programs=[c.spec() for c in cases],
+        backprop=backprop,
+        given=given,
+        what=what,
+    )
     for case, result in zip(cases, results):
         compare_case(case, result, backprop, tested)
 
@@ -307,24 +337,37 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
             fail(f"Value({num(leaves[0])}) raised {result['error']}")
         if stage == "build":
             s = program.steps[step]
-            fail(f"`{s.method()}`: {program.text(program.n_leaves + step)} raised "
-                 f"{result['error']}\n{where}")
-        fail(f"{blame}{'backward()' if backprop == 'backward' else 'a _backward closure'} "
-             f"raised {result['error']}\nwith f = {program.text()} {where}")
+            fail(
+                f"`{s.method()}`: {program.text(program.n_leaves + step)} raised "
+                f"{result['error']}\n{where}"
+            )
+        fail(
+            f"{blame}{'backward()' if backprop == 'backward' else 'a _backward closure'} "
+            f"raised {result['error']}\nwith f = {program.text()} {where}"
+        )
     want_data, want_grads = case.reference()
     for i in range(program.n_leaves, len(want_data)):
         got = result["data"][i]
         if not close(got, want_data[i]):
             s = program.steps[i - program.n_leaves]
-            fail(f"`{s.method()}`: {program.text(i)} should be {num(want_data[i])}, "
-                 f"got {num(got)}\n{where}")
+            fail(
+                f"`{s.method()}`: {program.text(i)} should be {num(want_data[i])}, "
+                f"got {num(got)}\n{where}"
+            )
     bad = [j for j, (g, w) in enumerate(zip(result["grads"], want_grads)) if not close(g, w)]
     if not bad:
         return
     j = bad[0]
     got = result["grads"][j]
-    found = diagnose(program, leaves, result["grads"], passes=case.passes,
-                     repeat=case.repeat, seed=case.seed, methods=graded)
+    found = diagnose(
+        program,
+        leaves,
+        result["grads"],
+        passes=case.passes,
+        repeat=case.repeat,
+        seed=case.seed,
+        methods=graded,
+    )
     if found is not None:
         method, hint = found
         blame = f"`{method}`: "
@@ -337,5 +380,7 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
         how = f" after {case.repeat} backward() calls"
     elif case.seed != 1.0:
         how = f" from d(loss)/df = {num(case.seed)}"
-    fail(f"{blame}df/dx{j}{how} should be {num(want_grads[j])}, got {num(got)}\n"
-         f"with f = {program.text()} {where}" + (f"\n({hint})" if hint else ""))
+    fail(
+        f"{blame}df/dx{j}{how} should be {num(want_grads[j])}, got {num(got)}\n"
+        f"with f = {program.text()} {where}" + (f"\n({hint})" if hint else "")
+    )

@@ -32,10 +32,16 @@ def smooth_function(rng: random.Random) -> tuple[str, list[float], str]:
     ks = [rng.randrange(2000, 20000) for _ in range(n)]
     cs = [round(rng.uniform(-1.5, 1.5), 2) for _ in range(n)]
     xs = [round(c + rng.choice((-1, 1)) * rng.uniform(0.002, 0.02), 4) for c in cs]
-    kinds = {"sin": "sin(x{a}*x{b})", "prod": "x{a}*x{b}", "exp": "exp(x{a}/2)",
-             "cube": "x{a}**3", "cos": "cos(x{a} + x{b})"}
-    bowls = [f"{k}*(x{i} {'-' if c >= 0 else '+'} {abs(c)!r})**2"
-             for i, (k, c) in enumerate(zip(ks, cs))]
+    kinds = {
+        "sin": "sin(x{a}*x{b})",
+        "prod": "x{a}*x{b}",
+        "exp": "exp(x{a}/2)",
+        "cube": "x{a}**3",
+        "cos": "cos(x{a} + x{b})",
+    }
+    bowls = [
+        f"{k}*(x{i} {'-' if c >= 0 else '+'} {abs(c)!r})**2" for i, (k, c) in enumerate(zip(ks, cs))
+    ]
     terms = []
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(sorted(kinds))
@@ -51,8 +57,13 @@ def truth(source: str, xs: list[float]) -> list[float]:
     """The exact partial derivatives of the grader's function at xs (reference engine)."""
     import math
 
-    helpers = {"sin": lambda v: v.sin(), "cos": lambda v: v.cos(), "exp": lambda v: v.exp(),
-               "plain": lambda v: v.data, "math": math}
+    helpers = {
+        "sin": lambda v: v.sin(),
+        "cos": lambda v: v.cos(),
+        "exp": lambda v: v.exp(),
+        "plain": lambda v: v.data,
+        "math": math,
+    }
     vs = [RefValue(x) for x in xs]
     eval(source, helpers)(*vs).backward()
     return [v.grad for v in vs]
@@ -67,23 +78,30 @@ def numerical_grad(kernel: Kernel) -> None:
     x0 = round(rng.uniform(0.3, 1.2), 3)
     for h in (0.5, 0.25):  # large steps: any finite difference shows them in its result
         calls.append({"args": [{"lambda": "lambda x: sin(x)"}, [x0]], "kwargs": {"h": h}})
-    results = kernel.run("calls", function="numerical_grad", calls=calls,
-                         what="numerical_grad(f, xs)")
+    results = kernel.run(
+        "calls", function="numerical_grad", calls=calls, what="numerical_grad(f, xs)"
+    )
     for (source, xs, text), got in zip(cases, results):
         where = f"f = {text}\nat {inputs_text(xs)}"
         if "failed" in got:
             fail(f"numerical_grad(f, xs) raised {got['error']}\n{where}")
         value = got["result"]
         if not isinstance(value, list) or len(value) != len(xs):
-            fail(f"numerical_grad(f, xs) should return a list of {len(xs)} numbers, got "
-                 f"{num(value) if not isinstance(value, list) else len(value)}\n{where}")
+            fail(
+                f"numerical_grad(f, xs) should return a list of {len(xs)} numbers, got "
+                f"{num(value) if not isinstance(value, list) else len(value)}\n{where}"
+            )
         if got["args"][1] != xs:
-            fail(f"numerical_grad changed the list xs it was given (from {xs} to "
-                 f"{got['args'][1]}): nudge copies of it\n{where}")
+            fail(
+                f"numerical_grad changed the list xs it was given (from {xs} to "
+                f"{got['args'][1]}): nudge copies of it\n{where}"
+            )
         for i, (g, want) in enumerate(zip(value, truth(source, xs))):
             if not close(g, want, rel=1e-7, abs_=1e-5):
-                fail(f"numerical_grad(f, xs)[{i}] should be df/dx{i} = {want:.10g}, got "
-                     f"{num(g)}\n{where}\n(central differences: (f(x+h) - f(x-h)) / (2h))")
+                fail(
+                    f"numerical_grad(f, xs)[{i}] should be df/dx{i} = {want:.10g}, got "
+                    f"{num(g)}\n{where}\n(central differences: (f(x+h) - f(x-h)) / (2h))"
+                )
     _uses_h(x0, results[-2:])
 
 
@@ -99,12 +117,16 @@ def _uses_h(x0: float, results: list[dict]) -> None:
             fail(f"{what.replace('...', str(h))} raised {got['error']}")
         value = got["result"][0] if isinstance(got["result"], list) and got["result"] else None
         if not isinstance(value, (int, float)) or abs(value - math.cos(x0)) > 0.1:
-            fail(f"{what.replace('...', str(h))} should be near cos({x0}) = "
-                 f"{math.cos(x0):.6g}, got {num(value)}")
+            fail(
+                f"{what.replace('...', str(h))} should be near cos({x0}) = "
+                f"{math.cos(x0):.6g}, got {num(value)}"
+            )
         values.append(value)
     if values[0] == values[1]:
-        fail(f"{what} gave {values[0]:.10g} for both h=0.5 and h=0.25\n(it ignores h: use "
-             "the h it is given)")
+        fail(
+            f"{what} gave {values[0]:.10g} for both h=0.5 and h=0.25\n(it ignores h: use "
+            "the h it is given)"
+        )
 
 
 # ---- exercise 5: grad_check -----------------------------------------------------------------
@@ -150,9 +172,13 @@ def grad_check_cases(rng: random.Random, count: int) -> list[tuple[str, list[flo
     a leaked operand."""
     cases: list[tuple[str, list[float], str, float]] = []
     while len(cases) < count:
-        program, leaves = random_program(rng, ("+", "*", "-", "/", "**"),
-                                         n_leaves=rng.choice((1, 2, 3)),
-                                         n_steps=rng.choice((2, 3, 4, 5)), numbers="both")
+        program, leaves = random_program(
+            rng,
+            ("+", "*", "-", "/", "**"),
+            n_leaves=rng.choice((1, 2, 3)),
+            n_steps=rng.choice((2, 3, 4, 5)),
+            numbers="both",
+        )
         source = _lambda(program)
         exact = truth(source, leaves)
         if not _steady(source, leaves, exact):
@@ -160,8 +186,12 @@ def grad_check_cases(rng: random.Random, count: int) -> list[tuple[str, list[flo
         if len(cases) % 2 == 0:
             cases.append((source, leaves, short(program.text(), 84), 0.0))
             continue
-        spots = [(i, p) for i, s in enumerate(program.steps) for p in range(len(s.args))
-                 if s.is_node(p) and len(s.inputs()) == 2]
+        spots = [
+            (i, p)
+            for i, s in enumerate(program.steps)
+            for p in range(len(s.args))
+            if s.is_node(p) and len(s.inputs()) == 2
+        ]
         if not spots:
             continue
         i, p = rng.choice(spots)
@@ -171,8 +201,14 @@ def grad_check_cases(rng: random.Random, count: int) -> list[tuple[str, list[flo
         if expected < 0.05:
             continue
         operand = program.text(program.steps[i].args[p])
-        cases.append((leaky, leaves, f"{short(program.text(), 84)}\nwith "
-                      f"({short(operand, 28)}).data in step {i + 1}", expected))
+        cases.append(
+            (
+                leaky,
+                leaves,
+                f"{short(program.text(), 84)}\nwith ({short(operand, 28)}).data in step {i + 1}",
+                expected,
+            )
+        )
     return cases
 
 
@@ -183,9 +219,13 @@ def grad_check(kernel: Kernel) -> None:
     cases = grad_check_cases(kernel.rng, 30)
     cases.insert(0, ("lambda x, y: x * y + x", [2.0, 3.0], "x*y + x", 0.0))
     cases.insert(1, ("lambda x, y: x * plain(y) + y", [2.0, 3.0], "x * y.data + y", 2.0))
-    results = kernel.run("calls", function="grad_check", what="grad_check(f, xs)",
-                         calls=[{"args": [{"lambda": s}, xs]} for s, xs, _, _ in cases],
-                         given=[TOPOLOGICAL_ORDER, BACKWARD, NUMERICAL_GRAD])
+    results = kernel.run(
+        "calls",
+        function="grad_check",
+        what="grad_check(f, xs)",
+        calls=[{"args": [{"lambda": s}, xs]} for s, xs, _, _ in cases],
+        given=[TOPOLOGICAL_ORDER, BACKWARD, NUMERICAL_GRAD],
+    )
     for (_, xs, text, expected), got in zip(cases, results):
         where = f"f = {text}\nat {inputs_text(xs)}"
         if "failed" in got:
@@ -194,11 +234,15 @@ def grad_check(kernel: Kernel) -> None:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             fail(f"grad_check(f, xs) should return a number, got {num(value)}\n{where}")
         if expected == 0.0 and not abs(value) < 1e-5:
-            fail(f"grad_check(f, xs) should be about 0 (the engine is right here), got "
-                 f"{num(value)}\n{where}")
+            fail(
+                f"grad_check(f, xs) should be about 0 (the engine is right here), got "
+                f"{num(value)}\n{where}"
+            )
         if expected and not close(value, expected, rel=1e-5, abs_=1e-5):
             hint = ""
             if close(-value, expected, rel=1e-5, abs_=1e-5):
                 hint = "\n(the largest ABSOLUTE difference: abs(...), never negative)"
-            fail("grad_check(f, xs) should be the largest |engine - numerical| = "
-                 f"{num(expected)}, got {num(value)}\n{where}{hint}")
+            fail(
+                "grad_check(f, xs) should be the largest |engine - numerical| = "
+                f"{num(expected)}, got {num(value)}\n{where}{hint}"
+            )

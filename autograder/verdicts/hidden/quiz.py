@@ -73,8 +73,7 @@ def tests(prefix: str, questions: dict[str, Question], grade: Callable) -> dict:
         def test(kernel: Kernel) -> None:
             if question.sample is not None:
                 points = question.at(kernel.rng)
-                results = kernel.run("function_at", name=variable, points=points,
-                                     what=variable)
+                results = kernel.run("function_at", name=variable, points=points, what=variable)
                 grade(name, Recorded(variable, points, results), points)
             else:
                 found = kernel.run("values", names=[variable], what=name)[variable]
@@ -117,7 +116,8 @@ class Recorded:
             raise LookupError(f"{self.__name__} was not asked at {args}")
         if "failed" in found:
             raise type(found.get("type", "Error"), (Exception,), {})(
-                found["error"].partition(": ")[2])
+                found["error"].partition(": ")[2]
+            )
         return decode(found["result"])
 
 
@@ -191,8 +191,7 @@ def derivative(
                 return f"{where} = {num(got)} is wrong."
         return None
 
-    return Question(dict(kind=callable, calls=calls), wrong, points, variable=name,
-                    sample=inputs)
+    return Question(dict(kind=callable, calls=calls), wrong, points, variable=name, sample=inputs)
 
 
 def _not_right(answer: object) -> str:

@@ -25,23 +25,54 @@ def training(kernel: Kernel) -> None:
     xor_xs, xor_ys = [], []
     for cx, cy, label in XOR_POINTS:
         for _ in range(5):
-            xor_xs.append([round(cx + rng.uniform(-0.4, 0.4), 3),
-                           round(cy + rng.uniform(-0.4, 0.4), 3)])
+            xor_xs.append(
+                [round(cx + rng.uniform(-0.4, 0.4), 3), round(cy + rng.uniform(-0.4, 0.4), 3)]
+            )
             xor_ys.append(label)
     shift = {"model": "shift", "loss": "squared", "xs": [[1.0], [3.0]], "ys": [2.0, 4.0]}
     runs = [
         {**shift, "kwargs": {"steps": 3, "lr": 0.25}},
         {**shift, "kwargs": {"steps": 2, "lr": 0.5, "lr_decay": 0.5}},
-        {"model": "scale", "p0": 0.0, "loss": "mean", "xs": [[1.0]] * 6, "ys": [0.0] * 6,
-         "kwargs": {"steps": steps, "lr": lr, "lr_decay": decay}},
-        {"model": "scale", "p0": 1.0, "loss": "mean", "xs": [[float(i + 1)] for i in range(12)],
-         "ys": [float(i) for i in range(12)], "kwargs": {"steps": 40, "lr": 0.0, "batch_size": 4}},
-        {"model": "features", "seed": rng.randrange(10**6), "loss": "hinge", "xs": xor_xs,
-         "ys": xor_ys, "kwargs": {"steps": 60, "lr": 0.2}},
-        {"model": "features", "seed": rng.randrange(10**6), "loss": "hinge", "xs": xor_xs,
-         "ys": xor_ys, "kwargs": {"steps": 100, "lr": 0.2, "batch_size": 5, "lr_decay": 0.5}},
-        {"model": "scale", "p0": 0.0, "loss": "mean", "xs": [[1.0]] * 3, "ys": [0.0] * 3,
-         "kwargs": {"steps": printed_steps, "lr": 0.1, "print_every": every}},
+        {
+            "model": "scale",
+            "p0": 0.0,
+            "loss": "mean",
+            "xs": [[1.0]] * 6,
+            "ys": [0.0] * 6,
+            "kwargs": {"steps": steps, "lr": lr, "lr_decay": decay},
+        },
+        {
+            "model": "scale",
+            "p0": 1.0,
+            "loss": "mean",
+            "xs": [[float(i + 1)] for i in range(12)],
+            "ys": [float(i) for i in range(12)],
+            "kwargs": {"steps": 40, "lr": 0.0, "batch_size": 4},
+        },
+        {
+            "model": "features",
+            "seed": rng.randrange(10**6),
+            "loss": "hinge",
+            "xs": xor_xs,
+            "ys": xor_ys,
+            "kwargs": {"steps": 60, "lr": 0.2},
+        },
+        {
+            "model": "features",
+            "seed": rng.randrange(10**6),
+            "loss": "hinge",
+            "xs": xor_xs,
+            "ys": xor_ys,
+            "kwargs": {"steps": 100, "lr": 0.2, "batch_size": 5, "lr_decay": 0.5},
+        },
+        {
+            "model": "scale",
+            "p0": 0.0,
+            "loss": "mean",
+            "xs": [[1.0]] * 3,
+            "ys": [0.0] * 3,
+            "kwargs": {"steps": printed_steps, "lr": 0.1, "print_every": every},
+        },
     ]
     results = kernel.run("train", value="Value", function="train", runs=runs, what="train")
     for run, got in zip(runs, results):
@@ -61,9 +92,11 @@ def training(kernel: Kernel) -> None:
         first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
         if not last < 0.5 * first or got["right"] < len(xor_ys):
             args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
-            fail(f"train(model, xs, ys, hinge, {args}) on 20 XOR-like points: the loss went "
-                 f"from {num(first)} to {num(last)} (mean of 5 steps) and {got['right']} of "
-                 "20 points are right; expected less than half the loss and all 20")
+            fail(
+                f"train(model, xs, ys, hinge, {args}) on 20 XOR-like points: the loss went "
+                f"from {num(first)} to {num(last)} (mean of 5 steps) and {got['right']} of "
+                "20 points are right; expected less than half the loss and all 20"
+            )
 
 
 def _losses(result, steps: int, what: str) -> None:
@@ -80,14 +113,20 @@ def _visible(first: dict, second: dict) -> None:
     """The check cell's model c + x[0] with the squared error: c goes 0.5, 0.75, 0.875."""
     for k, want in enumerate([1.0, 0.25, 0.0625]):
         if not close(first["returned"][k], want):
-            fail(f"train(shift, ..., steps=3, lr=0.25): the loss at step {k} should be "
-                 f"{num(want)}, got {num(first['returned'][k])}")
+            fail(
+                f"train(shift, ..., steps=3, lr=0.25): the loss at step {k} should be "
+                f"{num(want)}, got {num(first['returned'][k])}"
+            )
     if not close(first["params"][0], 0.875):
-        fail(f"train(shift, ..., steps=3, lr=0.25) should take c from 0 to 0.875, got "
-             f"{num(first['params'][0])}")
+        fail(
+            f"train(shift, ..., steps=3, lr=0.25) should take c from 0 to 0.875, got "
+            f"{num(first['params'][0])}"
+        )
     if not close(second["params"][0], 1.0):
-        fail("train(shift, ..., steps=2, lr=0.5, lr_decay=0.5) uses the rates 0.5 and 0.375 "
-             f"and should take c from 0 to 1, got {num(second['params'][0])}")
+        fail(
+            "train(shift, ..., steps=2, lr=0.5, lr_decay=0.5) uses the rates 0.5 and 0.375 "
+            f"and should take c from 0 to 1, got {num(second['params'][0])}"
+        )
 
 
 def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
@@ -95,8 +134,10 @@ def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
     what = f"train(model, xs, ys, loss_fn, steps={steps}, lr={lr}, lr_decay={decay})"
     wrong = next((n for n in got["sizes"] if n != 6), None)
     if wrong is not None:
-        fail(f"{what} (batch_size=None): each step's loss should use all 6 samples; loss_fn "
-             f"got {wrong} predictions")
+        fail(
+            f"{what} (batch_size=None): each step's loss should use all 6 samples; loss_fn "
+            f"got {wrong} predictions"
+        )
     rates = [lr * (1 - decay * k / steps) for k in range(steps)]
     want, p = -sum(rates), got["params"][0]
     if not close(p, want):
@@ -107,18 +148,21 @@ def _update_rule(got: dict, steps: int, lr: float, decay: float) -> None:
             hint = "\n(each step climbs the gradient: p.data -= rate * p.grad)"
         elif close(p, -lr * steps):
             hint = "\n(the rate never decays: at step k use lr * (1 - lr_decay * k / steps))"
-        fail(f"{what} on a model whose loss always has gradient 1: its parameter should go "
-             f"from 0 to {num(want)}, got {num(p)}{hint}")
+        fail(
+            f"{what} on a model whose loss always has gradient 1: its parameter should go "
+            f"from 0 to {num(want)}, got {num(p)}{hint}"
+        )
     p = 0.0
     for k, (loss, rate) in enumerate(zip(got["returned"], rates)):
         if not close(loss, p):
-            fail(f"{what}: the loss returned for step {k} should be {num(p)}, got {num(loss)} "
-                 "(the loss of that step's batch, before its update)")
+            fail(
+                f"{what}: the loss returned for step {k} should be {num(p)}, got {num(loss)} "
+                "(the loss of that step's batch, before its update)"
+            )
         p -= rate
 
 
-def _printed(quiet: list[str], lines: list[str], steps: int, lr: float,
-             print_every: int) -> None:
+def _printed(quiet: list[str], lines: list[str], steps: int, lr: float, print_every: int) -> None:
     """With print_every=0 nothing is printed; otherwise one line at each step k with
     k % print_every == 0 and at the last step, naming the step (counted from 1 or 0)."""
     if quiet:
@@ -126,13 +170,17 @@ def _printed(quiet: list[str], lines: list[str], steps: int, lr: float,
     what = f"train(..., steps={steps}, print_every={print_every})"
     ks = [k for k in range(steps) if k % print_every == 0 or k == steps - 1]
     if len(lines) != len(ks):
-        fail(f"{what} should print {len(ks)} lines (steps {', '.join(str(k + 1) for k in ks)}), "
-             f"got {len(lines)}")
+        fail(
+            f"{what} should print {len(ks)} lines (steps {', '.join(str(k + 1) for k in ks)}), "
+            f"got {len(lines)}"
+        )
     for base in (1, 0):
         if all(re.search(rf"\b{k + base}\b", line) for k, line in zip(ks, lines)):
             return
-    fail(f"{what} should print steps {', '.join(str(k + 1) for k in ks)}; got the lines "
-         f"{lines[0][:30]!r}, ...")
+    fail(
+        f"{what} should print steps {', '.join(str(k + 1) for k in ks)}; got the lines "
+        f"{lines[0][:30]!r}, ..."
+    )
 
 
 def _batches(got: dict) -> None:
@@ -140,11 +188,14 @@ def _batches(got: dict) -> None:
     what = "train(..., steps=40, lr=0, batch_size=4)"
     wrong = next((size for size in got["sizes"] if size != 4), None)
     if wrong is not None:
-        fail(f"{what}: every step's loss should use 4 samples; loss_fn got {wrong} "
-             "predictions")
+        fail(f"{what}: every step's loss should use 4 samples; loss_fn got {wrong} predictions")
     if got["mismatched"]:
-        fail("train should pass loss_fn the ys of the same samples as the xs: got a batch "
-             "that paired an x with another sample's y")
+        fail(
+            "train should pass loss_fn the ys of the same samples as the xs: got a batch "
+            "that paired an x with another sample's y"
+        )
     if got["used"] < 12:
-        fail(f"{what} should use all 12 samples over 40 steps, got {got['used']} of them: "
-             "draw a new random batch at every step")
+        fail(
+            f"{what} should use all 12 samples over 40 steps, got {got['used']} of them: "
+            "draw a new random batch at every step"
+        )

@@ -60,9 +60,11 @@ def kernel_load() -> str:
     in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
     what it uses and publishes its key (runtime.install)."""
     source = f"{kernel_code()}\ninstall()\n"
-    return (f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
-            "{'__name__': 'autograder_probe', "
-            "'__builtins__': dict(__import__('builtins').__dict__)})\n")
+    return (
+        f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
+        "{'__name__': 'autograder_probe', "
+        "'__builtins__': dict(__import__('builtins').__dict__)})\n"
+    )
 
 
 def kernel_request(request: dict) -> str:

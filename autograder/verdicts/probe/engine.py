@@ -25,8 +25,9 @@ from .runtime import (
 )
 
 
-def op_graphs(ns, value: str, programs: list[dict], backprop: str = "backward",
-              watch: bool = False) -> list:
+def op_graphs(
+    ns, value: str, programs: list[dict], backprop: str = "backward", watch: bool = False
+) -> list:
     """Build each program with the student's engine and backpropagate from its output:
     with ``run_closures`` from ``seed`` ("closures") or with ``backward()``. ``passes``
     builds it again on the same leaves and backpropagates again (gradients add up);
@@ -97,14 +98,20 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
                 where[id(node)] = len(graph)
                 graph.append(node)
         program_index = {id(n): i for i, n in enumerate(nodes)}
-        entry = {"nodes": [[program_index.get(id(n)), data_of(n),
-                            [where[id(p)] for p in _parents(n) if id(p) in where]]
-                           for n in graph],
-                 "program": [where[id(n)] for n in nodes]}
+        entry = {
+            "nodes": [
+                [
+                    program_index.get(id(n)),
+                    data_of(n),
+                    [where[id(p)] for p in _parents(n) if id(p) in where],
+                ]
+                for n in graph
+            ],
+            "program": [where[id(n)] for n in nodes],
+        }
         out.append(entry)
         try:
-            order, entry["borrowed"] = trapped(called, topo, root,
-                                               deep=program.get("deep", False))
+            order, entry["borrowed"] = trapped(called, topo, root, deep=program.get("deep", False))
         except RecursionError:
             entry["recursion"] = True
             continue
@@ -116,8 +123,9 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
             continue
         if isinstance(order, (list, tuple)):
             entry["order"] = [where.get(id(n), -1) for n in order]
-            entry["strangers"] = [short_repr(data_of(n), 30) for n in order
-                                  if id(n) not in where][:3]
+            entry["strangers"] = [short_repr(data_of(n), 30) for n in order if id(n) not in where][
+                :3
+            ]
         else:
             entry["returned"] = type(order).__name__
     return out
@@ -125,11 +133,16 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
 
 SET_LIMIT, GET_LIMIT, FRAME = sys.setrecursionlimit, sys.getrecursionlimit, sys._getframe
 BORROWABLE = ("graph_nodes", "run_closures")  # coursekit's walks: not the student's own
-TRAPS = {name: compile(
-    f"def {name}(*args, **kwargs):\n"
-    f"    __import__('sys').modules[{ENTRY!r}].borrowed.append({name!r})\n"
-    f"    raise RuntimeError(\"coursekit's {name} is the course's: write your own walk\")\n",
-    "<autograder trap>", "exec").co_consts[0] for name in BORROWABLE}
+TRAPS = {
+    name: compile(
+        f"def {name}(*args, **kwargs):\n"
+        f"    __import__('sys').modules[{ENTRY!r}].borrowed.append({name!r})\n"
+        f"    raise RuntimeError(\"coursekit's {name} is the course's: write your own walk\")\n",
+        "<autograder trap>",
+        "exec",
+    ).co_consts[0]
+    for name in BORROWABLE
+}
 
 
 class LimitChanged(Exception):
@@ -152,8 +165,11 @@ def course_walks() -> dict[bytes, str]:
                 code = compile(fh.read(), path, "exec")
         except (OSError, SyntaxError, TypeError, ValueError):
             continue
-        WALKS = {c.co_code: c.co_name for c in code.co_consts
-                 if isinstance(c, types.CodeType) and c.co_name in BORROWABLE}
+        WALKS = {
+            c.co_code: c.co_name
+            for c in code.co_consts
+            if isinstance(c, types.CodeType) and c.co_name in BORROWABLE
+        }
         return WALKS
     return {}
 
@@ -243,10 +259,21 @@ def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
             out.append(failure("call", exc))
             continue
         program_index = {id(n): i for i, n in enumerate(nodes)}
-        out.append({"nodes": [{"data": b, "after": data_of(n), "grad": grad_of(n),
-                               "leaf": not _parents(n), "root": n is root,
-                               "index": program_index.get(id(n))}
-                              for b, n in zip(before, graph)]})
+        out.append(
+            {
+                "nodes": [
+                    {
+                        "data": b,
+                        "after": data_of(n),
+                        "grad": grad_of(n),
+                        "leaf": not _parents(n),
+                        "root": n is root,
+                        "index": program_index.get(id(n)),
+                    }
+                    for b, n in zip(before, graph)
+                ]
+            }
+        )
     return out
 
 
@@ -295,15 +322,23 @@ def op_calls(ns, function: str, calls: list[dict]) -> list:
     fn = lookup(ns, function)
     out = []
     for call in calls:
-        args = [make_function(a["lambda"]) if isinstance(a, dict) else
-                (list(a) if isinstance(a, list) else a) for a in call["args"]]
+        args = [
+            make_function(a["lambda"])
+            if isinstance(a, dict)
+            else (list(a) if isinstance(a, list) else a)
+            for a in call["args"]
+        ]
         try:
             result = fn(*args, **call.get("kwargs", {}))
         except Exception as exc:
             out.append(failure("call", exc))
             continue
-        out.append({"result": plain(result),
-                    "args": [plain(a) if isinstance(a, list) else None for a in args]})
+        out.append(
+            {
+                "result": plain(result),
+                "args": [plain(a) if isinstance(a, list) else None for a in args],
+            }
+        )
     return out
 
 
@@ -325,16 +360,21 @@ def op_neuron(ns, value: str, function: str, cases: list[dict]) -> list:
             o.backward()
         except Exception as exc:
             entry.update(failure("backprop", exc))
-        entry["grads"] = {"xs": [grad_of(v) for v in xs], "ws": [grad_of(v) for v in ws],
-                          "b": grad_of(b)}
+        entry["grads"] = {
+            "xs": [grad_of(v) for v in xs],
+            "ws": [grad_of(v) for v in ws],
+            "b": grad_of(b),
+        }
         out.append(entry)
     return out
 
 
 def op_values(ns, names: list[str]) -> dict:
     """The notebook's value of each name (quiz answers), as plain values."""
-    return {name: plain(ns.get(name)) if not callable(ns.get(name)) else {"callable": True}
-            for name in names}
+    return {
+        name: plain(ns.get(name)) if not callable(ns.get(name)) else {"callable": True}
+        for name in names
+    }
 
 
 def op_function_at(ns, name: str, points: list[list]) -> list:
@@ -349,13 +389,15 @@ def op_function_at(ns, name: str, points: list[list]) -> list:
     return out
 
 
-OPERATIONS.update({
-    "graphs": op_graphs,
-    "order": op_order,
-    "zero_grad": op_zero_grad,
-    "hand": op_hand,
-    "calls": op_calls,
-    "neuron": op_neuron,
-    "values": op_values,
-    "function_at": op_function_at,
-})
+OPERATIONS.update(
+    {
+        "graphs": op_graphs,
+        "order": op_order,
+        "zero_grad": op_zero_grad,
+        "hand": op_hand,
+        "calls": op_calls,
+        "neuron": op_neuron,
+        "values": op_values,
+        "function_at": op_function_at,
+    }
+)

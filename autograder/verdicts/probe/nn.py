@@ -37,8 +37,15 @@ def op_module_base(ns, value: str, module: str) -> dict:
     return out
 
 
-def op_module(ns, value: str, build: str, weights: list[float], runs: list[dict],
-              layout: list[str] | None = None, zero_grad: bool = False) -> dict:
+def op_module(
+    ns,
+    value: str,
+    build: str,
+    weights: list[float],
+    runs: list[dict],
+    layout: list[str] | None = None,
+    zero_grad: bool = False,
+) -> dict:
     """Build a module with the notebook's classes (``build`` is an expression such as
     "Neuron(3, nonlin=False)"), describe its parameters() (called twice), set their data
     to ``weights`` in parameters() order, then for each run call it on x (Values when
@@ -53,10 +60,14 @@ def op_module(ns, value: str, build: str, weights: list[float], runs: list[dict]
     except TypeError:
         return {"parameters": short_repr(first)}
     again = list(module.parameters())
-    info = {"count": len(params), "again": len(again),
-            "not_values": [short_repr(p) for p in params
-                           if not (hasattr(p, "data") and hasattr(p, "grad"))][:1],
-            "unique": len({id(p) for p in params}) == len(params)}
+    info = {
+        "count": len(params),
+        "again": len(again),
+        "not_values": [
+            short_repr(p) for p in params if not (hasattr(p, "data") and hasattr(p, "grad"))
+        ][:1],
+        "unique": len({id(p) for p in params}) == len(params),
+    }
     if layout is not None:  # each parameter's place in the layout (-1: not in it)
         try:
             expected = _flatten([eval(expr, {"m": module}) for expr in layout])
@@ -76,10 +87,14 @@ def op_module(ns, value: str, build: str, weights: list[float], runs: list[dict]
         except Exception as exc:
             info["runs"].append(failure("call", exc))
             continue
-        entry = {"shape": "value" if hasattr(got, "data") else (
-            len(got) if isinstance(got, (list, tuple)) else short_repr(got))}
-        outs = [got] if hasattr(got, "data") else list(got) if isinstance(got, (list, tuple)) \
-            else []
+        entry = {
+            "shape": "value"
+            if hasattr(got, "data")
+            else (len(got) if isinstance(got, (list, tuple)) else short_repr(got))
+        }
+        outs = (
+            [got] if hasattr(got, "data") else list(got) if isinstance(got, (list, tuple)) else []
+        )
         entry["data"] = [data_of(o) for o in outs]
         i = run["backward_from"]
         if i < len(outs) and hasattr(outs[i], "backward"):
@@ -180,14 +195,18 @@ def op_train(ns, value: str, function: str, runs: list[dict]) -> list:
         except Exception as exc:
             out.append(failure("call", exc))
             continue
-        entry = {"returned": plain(result), "params": [data_of(p) for p in model.parameters()],
-                 "sizes": seen["sizes"][:1000], "mismatched": seen["mismatched"],
-                 "used": len(seen["used"]),
-                 "printed": [ln[:200] for ln in printed.getvalue().splitlines()
-                             if ln.strip()][:200]}
+        entry = {
+            "returned": plain(result),
+            "params": [data_of(p) for p in model.parameters()],
+            "sizes": seen["sizes"][:1000],
+            "mismatched": seen["mismatched"],
+            "used": len(seen["used"]),
+            "printed": [ln[:200] for ln in printed.getvalue().splitlines() if ln.strip()][:200],
+        }
         if run["model"] == "features":
-            entry["right"] = sum((model(x).data > 0) == (y > 0)
-                                 for x, y in zip(run["xs"], run["ys"]))
+            entry["right"] = sum(
+                (model(x).data > 0) == (y > 0) for x, y in zip(run["xs"], run["ys"])
+            )
         out.append(entry)
     return out
 
@@ -254,9 +273,11 @@ class _Features:
             p.grad = 0.0
 
 
-OPERATIONS.update({
-    "module_base": op_module_base,
-    "module": op_module,
-    "loss": op_loss,
-    "train": op_train,
-})
+OPERATIONS.update(
+    {
+        "module_base": op_module_base,
+        "module": op_module,
+        "loss": op_loss,
+        "train": op_train,
+    }
+)

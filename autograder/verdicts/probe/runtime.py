@@ -66,8 +66,9 @@ def _codec():
     def refuse(obj):
         raise TypeError(f"{type(obj).__name__} is not a plain value")
 
-    encode_chunks = make_encoder(None, refuse, encoder.c_encode_basestring_ascii, None, ":",
-                                 ",", False, False, True)
+    encode_chunks = make_encoder(
+        None, refuse, encoder.c_encode_basestring_ascii, None, ":", ",", False, False, True
+    )
     scan = make_scanner(decoder.JSONDecoder())
 
     def encode(obj) -> str:
@@ -87,8 +88,9 @@ PUBLISH = USER_NS = None  # the display publisher's publish, the kernel's namesp
 
 def _frozen(module: types.ModuleType) -> types.SimpleNamespace:
     """A copy of a module's attributes as they are now."""
-    return types.SimpleNamespace(**{name: getattr(module, name) for name in dir(module)
-                                    if not name.startswith("__")})
+    return types.SimpleNamespace(
+        **{name: getattr(module, name) for name in dir(module) if not name.startswith("__")}
+    )
 
 
 def install() -> None:
@@ -140,7 +142,7 @@ def run_isolated(ns: dict, request: dict) -> dict:
             data = SIGN(KEY, nonce + text) + text
             view = memoryview(data)
             while view:
-                view = view[os.write(write_end, view):]
+                view = view[os.write(write_end, view) :]
         except BaseException:
             status = 1
         finally:
@@ -312,8 +314,10 @@ def run_closures(root, seed: float = 1.0) -> None:
 def apply_step(op: str, args: list, nodes: list):
     """One step of a program: ``op`` on ``args``, where an int is an earlier node (except
     the exponent of ``**``) and a float is a plain number."""
-    operands = [nodes[a] if isinstance(a, int) and not (op == "**" and i == 1) else a
-                for i, a in enumerate(args)]
+    operands = [
+        nodes[a] if isinstance(a, int) and not (op == "**" and i == 1) else a
+        for i, a in enumerate(args)
+    ]
     if op in BINARY:
         return BINARY[op](*operands)
     if op == "**":
@@ -343,5 +347,10 @@ def build(Value, program: dict, leaves: list | None = None) -> tuple[list, list]
 
 
 def failure(stage: str, exc: BaseException, step: int | None = None) -> dict:
-    return {"failed": stage, "step": step, "error": error_text(exc),
-            "type": type(exc).__name__, "message": error_text(exc, 400).partition(": ")[2]}
+    return {
+        "failed": stage,
+        "step": step,
+        "error": error_text(exc),
+        "type": type(exc).__name__,
+        "message": error_text(exc, 400).partition(": ")[2],
+    }

@@ -136,9 +136,7 @@ class Linear(Module):
     Weights start uniform in +-1/sqrt(nin), torch.nn.Linear's default range.
     """
 
-    def __init__(
-        self, nin: int, nout: int, bias: bool = True, rng: RandomSource = None
-    ) -> None:
+    def __init__(self, nin: int, nout: int, bias: bool = True, rng: RandomSource = None) -> None:
         _check_size("nin", nin)
         _check_size("nout", nout)
         r = make_rng(rng)
