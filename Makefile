@@ -50,4 +50,5 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 
 lint: setup-test
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	.venv/bin/lint-imports --no-cache
