@@ -22,7 +22,7 @@ from autograder.intake import collect as col
 from autograder.intake.discovery import discover
 from autograder.kernel.limits import GiB, Limits, parse_size
 from autograder.messages import Event, NotebookResult, Result
-from autograder.worker.submission import CellSpec, Expected, prepare, read_notebook
+from autograder.worker.submission import CellSpec, Expected, make_gradable, read_notebook
 
 A = "01_value"
 NB = notebook_path(SOURCE, A).name
@@ -201,7 +201,7 @@ def _ids(nb):
 
 def test_the_solution_needs_nothing(tmp_path, expected):
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    (prep,), notes = prepare(_submit(tmp_path, nb), expected)
+    (prep,), notes = make_gradable(_submit(tmp_path, nb), expected)
     assert prep.notebook is not None and prep.notes == [] and notes == []
 
 
@@ -210,7 +210,7 @@ def test_a_deleted_test_cell_comes_back_after_its_exercise(tmp_path, expected):
     tests = [c for c in expected[0].cells if c.grade]
     gone = tests[1].name
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != gone]
-    (prep,), _ = prepare(_submit(tmp_path, nb), expected)
+    (prep,), _ = make_gradable(_submit(tmp_path, nb), expected)
     ids = _ids(prep.notebook)
     order = [c.name for c in expected[0].cells]
     assert ids.index(gone) == ids.index(order[order.index(gone) - 1]) + 1
@@ -222,7 +222,7 @@ def test_edited_and_retyped_test_cells_are_noted(tmp_path, expected):
     test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
     test.source = "pass"
     test.metadata["nbgrader"]["points"] = 1000
-    (prep,), _ = prepare(_submit(tmp_path, nb), expected)
+    (prep,), _ = make_gradable(_submit(tmp_path, nb), expected)
     texts = " ".join(n.text for n in prep.notes)
     assert "edited read-only cells restored" in texts and "cell settings reset" in texts
     fixed = next(c for c in prep.notebook.cells if c.metadata.get("nbgrader", {}).get("grade"))
@@ -230,9 +230,9 @@ def test_edited_and_retyped_test_cells_are_noted(tmp_path, expected):
 
 
 def test_broken_missing_and_foreign_notebooks_are_not_run(tmp_path, expected):
-    (prep,), _ = prepare(_submit(tmp_path / "a", None, **{NB: '{"cells": ['}), expected)
+    (prep,), _ = make_gradable(_submit(tmp_path / "a", None, **{NB: '{"cells": ['}), expected)
     assert prep.notebook is None and prep.notes[0].problem and "JSON" in prep.notes[0].text
-    (prep,), notes = prepare(_submit(tmp_path / "b", None, **{"notes.txt": "x"}), expected)
+    (prep,), notes = make_gradable(_submit(tmp_path / "b", None, **{"notes.txt": "x"}), expected)
     assert prep.notebook is None and "was submitted" in prep.notes[0].text
     assert "notes.txt" in notes[0].text and not notes[0].problem
     foreign = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
@@ -240,7 +240,7 @@ def test_broken_missing_and_foreign_notebooks_are_not_run(tmp_path, expected):
         if "nbgrader" in cell.metadata:
             cell.metadata["nbgrader"]["grade_id"] = "other_" + cell.metadata["nbgrader"]["grade_id"]
     owners = {i: "02_other" for i in _ids(foreign) if i}
-    (prep,), _ = prepare(_submit(tmp_path / "c", foreign), expected, owners)
+    (prep,), _ = make_gradable(_submit(tmp_path / "c", foreign), expected, owners)
     assert prep.notebook is None and "02_other" in prep.notes[0].text
 
 
@@ -248,7 +248,7 @@ def test_a_renamed_notebook_is_graded_and_extra_files_are_left_out(tmp_path, exp
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     folder = _submit(tmp_path, nb, name="Value (1).ipynb", **{"refgrad.py": "x = 1"})
     (folder / "link.py").symlink_to(SOURCE / ".reference" / "refgrad" / "engine.py")
-    (prep,), notes = prepare(folder, expected, released={"coursekit.py"})
+    (prep,), notes = make_gradable(folder, expected, released={"coursekit.py"})
     assert prep.notebook is not None and prep.used_file == "Value (1).ipynb"
     assert "refgrad.py" in notes[0].text and "link.py" not in notes[0].text
 

@@ -14,7 +14,7 @@ import pytest
 from helpers import NOTEBOOKS, SOLUTIONS, notebook_path
 
 from autograder.course import ROOT, open_course
-from autograder.kernel.limits import TASK_MARKER, GiB, Limits, kernel_command
+from autograder.kernel.limits import TASK_MARKER, GiB, Limits, limited_command
 from autograder.messages import Progress, write_files
 from autograder.worker import plugins
 from autograder.worker.material import material_files, pack, shared_files, template_path
@@ -92,8 +92,8 @@ def test_a_task_refuses_to_run_without_its_material(tmp_path):
         plugins.locate(worker, "0123")
 
 
-def test_a_submission_travels_as_the_bytes_prepare_reads(tmp_path):
-    from autograder.worker.submission import prepare
+def test_a_submission_travels_as_the_bytes_make_gradable_reads(tmp_path):
+    from autograder.worker.submission import make_gradable
 
     folder = tmp_path / "submitted"
     (folder / "data").mkdir(parents=True)
@@ -116,7 +116,10 @@ def test_a_submission_travels_as_the_bytes_prepare_reads(tmp_path):
     from autograder.worker.submission import Expected
 
     expected = [Expected("value", [])]
-    here, there = prepare(folder, expected, {}, set()), prepare(copy, expected, {}, set())
+    here, there = (
+        make_gradable(folder, expected, {}, set()),
+        make_gradable(copy, expected, {}, set()),
+    )
     assert [n.text for n in here[1]] == [n.text for n in there[1]]
     assert [[n.text for n in p.notes] for p in here[0]] == [
         [n.text for n in p.notes] for p in there[0]
@@ -133,7 +136,7 @@ def test_kernels_start_under_their_limits(tmp_path):
         f"os.environ.get({TASK_MARKER!r}), os.getpid())"
     )
     log = tmp_path / "kernel.log"
-    cmd = kernel_command([sys.executable, "-c", probe], limits, "tok123", str(log))
+    cmd = limited_command([sys.executable, "-c", probe], limits, "tok123", str(log))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     proc.wait(timeout=60)
     memory, fsize, core, token, pid = log.read_text().split()

@@ -83,7 +83,7 @@ class Dispatcher:
         display: Display,
         make_job: JobFactory,
         finish: Finish,
-        prepare: Callable[[str], object],
+        material_for: Callable[[str], object],
         topic: str,
     ):
         self.cluster = cluster
@@ -91,7 +91,7 @@ class Dispatcher:
         self.display = display
         self.make_job = make_job
         self.finish = finish
-        self.prepare = prepare  # -> material.Material, for an assignment's first job
+        self.material_for = material_for  # -> material.Material, for an assignment's first job
         self.topic = topic
         self.client = None
         self.registered: dict[str, str] = {}  # assignment -> plugin name
@@ -148,7 +148,7 @@ class Dispatcher:
     def _register(self, assignment: str) -> None:
         if assignment in self.registered:
             return
-        material = self.prepare(assignment)  # may take seconds: the workers are busy
+        material = self.material_for(assignment)  # may take seconds: the workers are busy
         if self.client is None:
             self.client = self.cluster.client()
             self._refresh_window(force=True)

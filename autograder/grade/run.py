@@ -83,7 +83,7 @@ class ClassGrading:
     def notebooks(self, assignment: str) -> int:
         return sum(1 for n in self.released.get(assignment, []) if n.endswith(".ipynb"))
 
-    def prepare(self, assignment: str) -> Material:
+    def material_for(self, assignment: str) -> Material:
         """The assignment's grading material, with its template gradebook (made, and the
         course gradebook updated, the first time it is needed, so that it overlaps with
         grading other assignments)."""
@@ -100,7 +100,7 @@ class ClassGrading:
             student=sub.student,
             assignment=sub.assignment,
             course_id=self.course.course_id,
-            material=self.prepare(sub.assignment).digest,
+            material=self.material_for(sub.assignment).digest,
             files=submitted_files(sub.folder),
             limits=self.limits,
             skip={k: list(v) for k, v in task.skip.items()},
@@ -335,7 +335,7 @@ def _grade(
         display,
         grading.job,
         grading.finish,
-        grading.prepare,
+        grading.material_for,
         f"autograder-progress-{token}",
     )
     if subreaper:  # orphans of a killed worker become ours, to be found and killed

@@ -1,6 +1,6 @@
 """The bwrap command line of a sandboxed grading kernel (see sandbox.py for what it gives).
 
-``kernel_command`` builds it: namespaces and no capabilities (``base_args``), the system and
+``sandboxed_command`` builds it: namespaces and no capabilities (``base_args``), the system and
 the Python environment read-only (``environment_binds``), size-capped tmpfs for home,
 ``/tmp`` and ``/dev/shm``, a copy of the kernel's folder made by bwrap from descriptors
 opened here (``copy_folder``), the ipc folder, and the kernel's command without startup
@@ -256,7 +256,7 @@ def work_folder(cwd: str | None) -> Path | None:
     return Path(real)
 
 
-def kernel_command(
+def sandboxed_command(
     kernel_cmd: list[str], cwd: Path | None, ipc: Path, fds: list[int], size: int = SCRATCH_SIZE
 ) -> list[str]:
     """The whole ``bwrap ... -- kernel`` command line (see the module docstring)."""

@@ -1,6 +1,6 @@
 """Starts a grading kernel under its limits: ``python -I -S launch.py SPEC ARGV...``.
 
-``limits.kernel_command`` puts this in front of the kernel's command line. SPEC (JSON)
+``limits.limited_command`` puts this in front of the kernel's command line. SPEC (JSON)
 gives the control groups to move into first (cgroups.py: the kernel and all it starts stay
 there), the resource limits (``[["RLIMIT_AS", bytes], ...]``, never above the hard limits
 this process has), environment variables to unset, to set, and to set only when missing,

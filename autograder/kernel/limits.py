@@ -10,7 +10,7 @@ started is found and killed afterwards.
   ``nbgrader autograde`` and formgrader grade under the same limits: GuardedExecute and
   the kernel managers (sandbox.py) read ``Limits(config=...)`` of their configuration,
   into which a grading worker writes its job's limits.
-- The limits are the kernel's own: ``kernel_command`` wraps the kernel's command line in a
+- The limits are the kernel's own: ``limited_command`` wraps the kernel's command line in a
   few lines of Python that set them (and ``TASK_MARKER=<token>`` in its environment) and
   then exec the kernel, so the grading worker itself (a Dask worker) is never limited.
 - A grading worker is a "child subreaper" (Linux): processes orphaned by a kernel become its
@@ -243,7 +243,7 @@ def _user_tasks() -> int:
     return tasks
 
 
-def kernel_command(
+def limited_command(
     argv: list[str],
     limits: Limits,
     token: str,

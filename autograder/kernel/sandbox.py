@@ -173,7 +173,7 @@ class SandboxedKernelClient(LimitedKernelClient):
 
 class LimitedKernelManager(AsyncKernelManager):
     """jupyter_client's kernel manager with the kernel started under the limits of its
-    configuration (``limits``; ``limits.kernel_command``: memory, file size, CPU time,
+    configuration (``limits``; ``limits.limited_command``: memory, file size, CPU time,
     processes, no core dumps, the task's marker), in a control group of its own
     (cgroups.py: its CPU share), its own stdout and stderr going to ``kernel_log`` (made
     anew, capped, removed with the kernel), and what it sends capped and watched by its
@@ -204,7 +204,7 @@ class LimitedKernelManager(AsyncKernelManager):
         self._group = cgroups.KernelGroup.create(limits.cpus)
         self.guard = Guard(self, limits)
         procs = self._group.procs_files if self._group is not None else []
-        return oslimits.kernel_command(
+        return oslimits.limited_command(
             cmd, limits, self.token, self.kernel_log or None, cgroups=procs, log_cap=limits.log
         )
 
@@ -288,7 +288,7 @@ class SandboxedKernelManager(LimitedKernelManager):
         assert self._scratch is not None
         fds: list[int] = []
         try:
-            cmd = bwrap.kernel_command(
+            cmd = bwrap.sandboxed_command(
                 kernel_cmd,
                 bwrap.work_folder(kw.get("cwd")),
                 self._scratch / "ipc",

@@ -192,7 +192,7 @@ def leaks(
 # ---- writing a release -------------------------------------------------------------------
 
 
-def _prepare(dest: Path, kind: str) -> None:
+def _clear_release_folder(dest: Path, kind: str) -> None:
     """Make ``dest`` an empty release folder of ``kind`` (keeping KEEP), or refuse."""
     if dest.exists() and not dest.is_dir():
         raise ReleaseError(f"{dest} is a file, not a folder")
@@ -236,7 +236,7 @@ def build_student_edition(dest: Path, selected: list[str] | None = None) -> list
     missing = [a for a in chosen if not (NOTEBOOKS / a).is_dir()]
     if missing:
         raise ReleaseError(f"notebooks/ lacks {', '.join(missing)}: run `make generate` first")
-    _prepare(dest, "student")
+    _clear_release_folder(dest, "student")
     for assignment in chosen:
         shutil.copytree(NOTEBOOKS / assignment, dest / "lessons" / assignment, ignore=SKIP)
     shutil.copy(LAUNCHER, dest / "lab.py")
@@ -255,7 +255,7 @@ def build_solutions(dest: Path, selected: list[str] | None = None) -> list[str]:
     missing = [a for a in chosen if not (SOLUTIONS / a).is_dir()]
     if missing:
         raise ReleaseError(f"solutions/ lacks {', '.join(missing)}: run `make generate` first")
-    _prepare(dest, "solutions")
+    _clear_release_folder(dest, "solutions")
     for assignment in chosen:
         shutil.copytree(SOLUTIONS / assignment, dest / assignment, ignore=SKIP)
     shutil.copy(FILES / "SOLUTIONS-README.md", dest / "README.md")

@@ -125,7 +125,7 @@ def task_function():
 
         try:
             job = pickle.loads(payload)
-            result = importlib.import_module(f"{CODE}.worker.task").grade(job)
+            result = importlib.import_module(f"{CODE}.worker.task").grade_job(job)
             return pickle.dumps(("ok", result))
         except Exception as exc:
             return pickle.dumps(

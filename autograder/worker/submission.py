@@ -1,6 +1,6 @@
 """Turn whatever a student handed in into notebooks nbgrader can grade, and say what was done.
 
-``prepare`` looks at one submission folder (``submitted/<student>/<assignment>/``) and, for
+``make_gradable`` looks at one submission folder (``submitted/<student>/<assignment>/``) and, for
 each notebook the assignment expects, returns a grading copy or the reason there is none:
 
 - a missing notebook, or one that is not valid JSON, gets no copy (zero, with the reason);
@@ -232,7 +232,7 @@ def grade_ids(nb: nbformat.NotebookNode) -> list[str]:
     return ids
 
 
-def prepare(
+def make_gradable(
     folder: Path,
     expected: list[Expected],
     owners: dict[str, str] | None = None,
@@ -296,7 +296,7 @@ def prepare(
 
 
 def submitted_files(folder: Path) -> dict[str, File]:
-    """The submitted folder as ``prepare`` sees it, to send to a worker: the bytes of what
+    """The submitted folder as ``make_gradable`` sees it, to send to a worker: the bytes of what
     it may read (notebooks side by side, up to the size it grades, and timestamp.txt), and
     of other files only the name, size and time (listed in the notes, never read)."""
     return read_files(

@@ -1,10 +1,10 @@
-"""Grading one submission on a Dask worker: ``grade(job) -> Result``, the task that
+"""Grading one submission on a Dask worker: ``grade_job(job) -> Result``, the task that
 ``grade`` (cluster.py) submits.
 
 The task finds its assignment's grading material on the worker (plugins.py; it refuses
 to run without exactly that material), writes the submitted files it carries into a
 scratch folder, and builds there a private copy of the course: the notebooks made
-gradable by ``submission.prepare`` and a copy of the assignment's template gradebook. It
+gradable by ``submission.make_gradable`` and a copy of the assignment's template gradebook. It
 runs nbgrader's own ``Autograde`` converter once per notebook with ``GuardedExecute``
 (execute.py) in place of nbgrader's ``Execute``, and returns a ``Result`` that carries the
 autograded files as bytes. Only the grader's main process writes the gradebook.
@@ -139,7 +139,7 @@ class Worker:
         from nbgrader.utils import capture_log
 
         from .material import template_path
-        from .submission import prepare
+        from .submission import make_gradable
 
         private = scratch / "course"
         if private.exists():
@@ -148,7 +148,7 @@ class Worker:
         target.mkdir(parents=True)
         submitted = scratch / "submitted"
         expected = self.expected(material, job.assignment, job.course_id)
-        prepared, folder_notes = prepare(submitted, expected, job.owners, set(job.released))
+        prepared, folder_notes = make_gradable(submitted, expected, job.owners, set(job.released))
         stamp = submitted / "timestamp.txt"
         if stamp.is_file() and not stamp.is_symlink():
             shutil.copy(stamp, target / "timestamp.txt")
@@ -227,7 +227,7 @@ def warm_up() -> None:
     import nbgrader.preprocessors  # noqa: F401
 
 
-def grade(job: Job) -> Result:
+def grade_job(job: Job) -> Result:
     """The Dask task: grade one submission (see the module docstring)."""
     from distributed import get_worker
 
