@@ -362,9 +362,9 @@ FLAG = "from autograder.grade.review.flags import flag_code as f\n"
 @pytest.mark.parametrize(
     "setup",
     [
-        # review.py's MAGIC_LINE on a line of spaces, cubic: 1,600 spaces 3.9 s, 100 kB ~ days
+        # review/flags.py's MAGIC_LINE on a line of spaces, cubic: 1,600 spaces 3.9 s, 100 kB ~ days
         FLAG + "arg = ' ' * 100_000 + 'x'",
-        # review.py's DOTTED on a cell that does not parse, quadratic: 16 kB 2.8 s, 100 kB ~110 s
+        # review/flags.py's DOTTED on a cell not parsing (quadratic), 16 kB 2.8 s, 100 kB 110 s
         FLAG + "arg = '(' + 'a' * 100_000",
         # IPython's own transformer, quadratic in magics: 1,000 magic lines 10 s
         FLAG + "arg = '%time x\\n' * 20_000",
@@ -377,9 +377,9 @@ FLAG = "from autograder.grade.review.flags import flag_code as f\n"
         # sanitize.py's TAG in _depth, quadratic: 16 kB 1.9 s, 100 kB ~73 s, 2 MB ~8 h
         "from autograder.feedback.sanitize import clean_html as f\narg = '<a' * 50_000",
         "from autograder.feedback.sanitize import clean_html as f\narg = '<div ' + 'a' * 100_000",
-        # feedback.py's tag stripper, quadratic: 16 kB 0.18 s, 100 kB 7 s, 1 MB ~12 min
+        # feedback/pages.py's tag stripper, quadratic: 16 kB 0.18 s, 100 kB 7 s, 1 MB ~12 min
         "from autograder.feedback.pages import _html_text as f\narg = '<' * 1_000_000",
-        # feedback.py's MATERIAL_PATH, 300 steps a character: 1 MB 3.2 s
+        # feedback/pages.py's MATERIAL_PATH, 300 steps a character: 1 MB 3.2 s
         "from autograder.feedback.pages import blank_paths as f\n"
         "arg = '/autograder-material/ ' + 'a' * 1_000_000",
     ],

@@ -236,7 +236,7 @@ def squeeze(value: str) -> str:
     return re.sub(r"[\x00-\x20\x7f]+", "", html.unescape(str(value)))
 
 
-# ---- text scans in one pass (feedback.py) ------------------------------------------------
+# ---- text scans in one pass (feedback/pages.py) -------------------------------------------
 
 HEX = frozenset("0123456789abcdef")
 

@@ -6,7 +6,7 @@ first job, keeps a few jobs per worker thread submitted (the task is
 (Dask events), and hands every result to the grading side as it arrives. Faults:
 
 - a task whose kernel died or hung in a cell runs that notebook again without the cell,
-  inside the task (worker.py);
+  inside the task (worker/task.py);
 - a worker that dies takes no result with it: Dask runs its task again elsewhere (up to
   ``distributed.scheduler.allowed-failures`` times). A submission that keeps killing
   workers (``KilledWorker``) runs once more reporting each cell before it runs
@@ -15,7 +15,7 @@ first job, keeps a few jobs per worker thread submitted (the task is
 - a task that failed outside any notebook (the grader's fault, not the student's) is not
   recorded: the next run grades it again.
 
-The dispatcher knows nothing of gradebooks: ``ClassGrading`` (grading.py) makes each job
+The dispatcher knows nothing of gradebooks: ``ClassGrading`` (grade/run.py) makes each job
 and takes each result. Each submission is finished exactly once, even when Dask ran its
 task twice.
 """

@@ -4,7 +4,7 @@
   max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no),
   ``note`` (the grader's one-line note), ``isolation`` (``bubblewrap`` or ``none``: how
   its grading kernels were sandboxed, see docs/grading.md) and ``review`` (why the code
-  should be looked at, from ``review.py``; empty when nothing was flagged; a flag is not
+  should be looked at, from ``review/flags.py``; empty when nothing was flagged; a flag is not
   a penalty). Scores are nbgrader's, so manual grades given in formgrader count. Every
   student in the gradebook gets a row for every assignment (0 and ``submitted=no`` when
   there is no submission).

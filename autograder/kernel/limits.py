@@ -350,7 +350,7 @@ def own_processes() -> set[int]:
 def kill_task_processes(spare: set[int], rounds: int = 20) -> int:
     """SIGKILL, until none is left, every descendant of this process except ``spare``
     (``own_processes()`` from before the task: the worker's own helpers), and reap
-    orphans that already exited. A worker grades one task at a time (worker.py), so
+    orphans that already exited. A worker grades one task at a time (worker/task.py), so
     everything else is what the task's kernels left behind."""
     import psutil
 

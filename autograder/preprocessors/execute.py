@@ -1,7 +1,7 @@
 """nbgrader's ``Execute`` step for grading: ``GuardedExecute``.
 
 It runs a submission's cells in its kernel and, at each test cell, asks the cell's hidden
-test for a verdict, computed outside the kernel (verdicts.py, through the probe).
+test for a verdict, computed outside the kernel (verdicts/api.py, through the probe).
 
 It never lets one cell end the whole run: a kernel that dies or a cell that ignores the
 interrupt stops the notebook there and the remaining cells are marked "not run" (their

@@ -43,7 +43,7 @@ import time
 import traceback
 from pathlib import Path
 
-sys.modules.setdefault("rfc3987_syntax", None)  # see grading.py: saves seconds of start-up
+sys.modules.setdefault("rfc3987_syntax", None)  # see grade/run.py: saves seconds of start-up
 
 from ..kernel import limits as oslimits  # noqa: E402
 from ..messages import (  # noqa: E402

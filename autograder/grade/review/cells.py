@@ -1,6 +1,6 @@
-"""Reading one cell's code for review.py: what in it belongs to a flagged class, and where.
+"""Reading one cell's code for review/flags.py: what in it belongs to a flagged class, and where.
 
-``flag_cell`` sets IPython's syntax aside (review_syntax.py), reviews each magic (shell
+``flag_cell`` sets IPython's syntax aside (review/syntax.py), reviews each magic (shell
 commands, ``%run``, any magic the course does not use; the body of ``%%writefile`` and of
 ``%%time``... is read as code too, and a file the notebook writes is remembered so that
 running or importing it is flagged) and reads the Python with ``ast``:
@@ -17,7 +17,7 @@ running or importing it is flagged) and reads the Python with ``ast``:
   ...)``) patches that module; ``get_ipython()`` used for anything but the course's
   magics changes the kernel.
 
-Code that does not parse is searched as words (review_syntax.text_flags). Every walk is
+Code that does not parse is searched as words (syntax.text_flags). Every walk is
 iterative and every name's resolution memoised: the work is linear in the cell's size.
 """
 
@@ -136,7 +136,7 @@ def _parse(python: str) -> ast.AST | None:
 
 class _Finder(Names):
     """One cell's (or string's) syntax tree, read in two iterative passes: names bound
-    (review_values.Names), then what is flagged."""
+    (values.Names), then what is flagged."""
 
     def __init__(self, memory: Memory, depth: int, line0: int, fixed: int | None):
         super().__init__(memory)

@@ -2,7 +2,7 @@
 this course never needs, with where it is: ``cell 7, line 3: calls gc.get_objects:
 introspection of the process``.
 
-The classes (review_rules.py holds their members): another autodiff engine; the grader's
+The classes (review/rules.py holds their members): another autodiff engine; the grader's
 code or files; introspection of the process (``gc``, frames, ``ctypes``, ``sys.modules``,
 closures and code objects); process tricks (``subprocess``, ``os.fork``/``exec``/``kill``,
 signals, sockets, ``mmap``, ``sqlite3``: the gradebook is SQLite); changes to how the
@@ -10,8 +10,8 @@ kernel runs code (patched modules or builtins, IPython transformers, events, dis
 publisher and hooks, trace and profile functions, the recursion limit); hidden code
 (``exec``/``eval``/``compile``/``run_cell`` of strings built at run time, imports by
 computed name, magics the course does not use, ``%%writefile`` then ``%run`` or import).
-How a cell is read is in review_code.py (``ast`` through every alias, strings built from
-constants worked out, ``%%writefile`` bodies read as code) and review_syntax.py (IPython's
+How a cell is read is in review/cells.py (``ast`` through every alias, strings built from
+constants worked out, ``%%writefile`` bodies read as code) and review/syntax.py (IPython's
 syntax set aside as IPython does; a cell that does not parse searched as words).
 
 Only code the student wrote counts: a cell whose code is the same as one of the

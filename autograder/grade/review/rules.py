@@ -1,9 +1,9 @@
-"""What review.py flags, by class: the tables of modules, dotted names, attribute names,
+"""What review/flags.py flags, by class: the tables of modules, dotted names, attribute names,
 names and IPython magics that honest work for this course never needs.
 
 Each entry maps a name to its *class*, the reason a reviewer should look: the flag reads
 ``cell 7, line 3: calls gc.get_objects: introspection of the process``. The tables name
-members of a class; review_code.py also flags, by construction, what no table can list:
+members of a class; review/cells.py also flags, by construction, what no table can list:
 code run from strings built at run time, modules patched through any alias, any magic
 the course does not use. A name goes in a table only if no solution notebook, released
 notebook or demo student uses it (tests/test_review.py checks them all).
@@ -203,7 +203,7 @@ def module_kind(module: str) -> str | None:
 
 def dotted_kind(name: str) -> str | None:
     """The class of using the dotted name ``name`` (``os.kill``, ``sys.modules.get``); a
-    name in a flagged module (``importlib.util.x``) is review_code.py's to flag."""
+    name in a flagged module (``importlib.util.x``) is review/cells.py's to flag."""
     parts = name.split(".", 4)[:4]  # no entry is longer
     for n in range(len(parts), 1, -1):
         kind = CALLS.get(".".join(parts[:n]))

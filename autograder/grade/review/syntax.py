@@ -1,4 +1,4 @@
-"""A notebook cell as IPython reads it, for review.py: its IPython syntax set aside the way
+"""A notebook cell as IPython reads it, for review/flags.py: its IPython syntax set aside the way
 IPython's input transformers do, and a word search for cells that are not Python.
 
 IPython turns ``%magic``, ``%%cell`` magics, ``!shell``, ``x = !cmd``, ``x = %magic``,
@@ -283,7 +283,7 @@ def magic_flags(
     magic: Magic, written: set[str], line: int, inner: Callable[[str, int], list[Found]]
 ) -> list[Found]:
     """What to review in one magic at ``line``: the magic itself unless the course uses it
-    (review_rules.magic_kind), and the code it runs (``%time``'s line, ``%%writefile``'s or
+    (rules.magic_kind), and the code it runs (``%time``'s line, ``%%writefile``'s or
     ``%%python``'s body...), read by ``inner(code, first line)``. A file ``%%writefile``
     writes is added to ``written``; running or importing it later is flagged."""
     if magic.escape == "?":

@@ -1,5 +1,5 @@
 """What the names and expressions of a cell stand for, worked out without running it (for
-review_code.py): the dotted names a name or attribute may be (``import os as o``, ``k =
+review/cells.py): the dotted names a name or attribute may be (``import os as o``, ``k =
 os.kill``, ``m = sys.modules["gc"]``, ``getattr(os, "kill")``, ``vars(m)["x"]``, ``ip =
 get_ipython()``), and the strings built from constants.
 
@@ -10,7 +10,7 @@ that review reads what such a string names or holds like any constant. Only pure
 operations on constants are evaluated (never a call of anything else), each value is at
 most ``MAX_VALUE`` long and a submission's folding has a budget of characters; names are
 resolved once each and trees walked without recursion: the work stays linear in the
-code's size. Anything else is ``None``: review_code.py then flags the code that runs or
+code's size. Anything else is ``None``: review/cells.py then flags the code that runs or
 imports it as made at run time.
 """
 
