@@ -107,23 +107,44 @@ def test_a_workers_configuration_carries_the_jobs_limits_over_the_courses(tmp_pa
     assert Limits(config=config) == job.limits
 
 
-@pytest.mark.slow
-def test_nbgrader_autograde_stops_an_endless_loop_at_the_configured_wall_limit(tmp_path):
-    """``nbgrader autograde`` (as formgrader's button runs it) grades under nbgrader_config.py's
-    ``c.Limits``: an endless loop is stopped by its 8 s wall limit, long before the 120 s
-    per-cell limit, and the notebook says so."""
+def autograde_with(tmp_path, settings: str, first_cell: str):
+    """``nbgrader autograde`` (as formgrader's button runs it) of the solution with
+    ``first_cell`` on top, in a course whose nbgrader_config.py ends with ``settings``:
+    (seconds it took, the text of each cell's outputs)."""
     course = ScratchCourse(tmp_path / "course", [A])
     with (course.path / "nbgrader_config.py").open("a") as config:
-        config.write("\nc.Limits.wall = 8\nc.Limits.cell_timeout = 120\n")
+        config.write(f"\n{settings}\n")
     course.release(A)
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
-    course.submit("looper", A, nb)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(first_cell))
+    course.submit("student", A, nb)
     started = time.monotonic()
-    course.nbgrader("autograde", A, "--student", "looper", "--force")
+    course.nbgrader("autograde", A, "--student", "student", "--force")
     seconds = time.monotonic() - started
-    graded = course.autograded("looper", A)
-    said = [" ".join(o.get("evalue", "") for o in c.get("outputs", [])) for c in graded.cells]
+    graded = course.autograded("student", A)
+    said = [
+        " ".join(str(o.get(k, "")) for o in c.get("outputs", []) for k in ("ename", "evalue"))
+        for c in graded.cells
+    ]
+    return seconds, said
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_stops_an_endless_loop_at_the_configured_wall_limit(tmp_path):
+    """An endless loop is stopped by c.Limits.wall (8 s), long before the 120 s per-cell
+    limit, and the notebook says so. (The CPU limit, by default the wall limit's seconds,
+    is raised so that it is the wall limit that stops the loop.)"""
+    settings = "c.Limits.wall = 8\nc.Limits.cell_timeout = 120\nc.Limits.cpu_time = 600"
+    seconds, said = autograde_with(tmp_path, settings, "while True:\n    pass")
     assert seconds < 60, seconds
     assert "the notebook's time limit ran out during this cell" in said[0], said[0]
     assert any("used up its 8 s time limit" in text for text in said[1:]), said
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_holds_a_kernel_to_the_configured_memory(tmp_path):
+    """c.Limits.memory applies to the kernels of ``nbgrader autograde`` too: 2 GiB cannot
+    be had under a 1 GiB limit, and the rest of the notebook is graded."""
+    _, said = autograde_with(tmp_path, 'c.Limits.memory = "1G"', "hog = bytearray(2 * 1024**3)")
+    assert "MemoryError" in said[0], said[0]
+    assert not any("MemoryError" in text for text in said[1:]), said
