@@ -17,6 +17,7 @@ __all__ = [
     "check_close",
     "check_raises",
     "draw_graph",
+    "engine",
     "expect",
     "graph_nodes",
     "passed",
@@ -734,3 +735,94 @@ def check_answer(name: str, value: object, **spec) -> None:
         print(f"✓ {name} runs and returns numbers; it is graded after you submit.")
     else:
         print(f"✓ {name} = {_shown(answer, 40)}: a valid answer (graded after you submit).")
+
+
+# ---- the engine a problem set runs on --------------------------------------------------
+
+_ENGINE_NAMES = ("Value", "dot")
+_NETWORK_NAMES = ("Module", "Neuron", "Layer", "MLP")
+# Where each version lives, as (lesson folder, notebook): yours is in the lesson you
+# wrote it in; the course's is published, in a locked cell, by the next assignment.
+_MINE = {False: ("03_activations", "activations.ipynb"), True: ("05_mlp", "mlp.ipynb")}
+_COURSE = [
+    ("05_mlp", "mlp.ipynb", ("mlp_setup", "mlp_engine")),
+    ("06_checkpoint_mlp", "checkpoint_mlp.ipynb", ("mlp_quiz_course_network",)),
+]
+
+
+class EngineNotFound(Exception):
+    """The engine a problem set asked for is not where it should be."""
+
+
+def engine(which: str, *names: str):
+    """The engine a problem set runs on: ``engine("mine", "Value")`` is the ``Value`` of
+    your 03_activations notebook; with any of Module, Neuron, Layer, MLP (or dot), every
+    name comes from your 05_mlp notebook. ``engine("course", ...)`` gives the course's
+    versions instead, once the assignment that publishes them is in your folder: lesson 5
+    (its locked engine cell) for Value and dot, quiz 6 for the network. One name returns
+    that object, several a tuple. Grading always uses the course's."""
+    if which not in ("mine", "course"):
+        raise ValueError(f'engine(): the first argument is "mine" or "course", got {which!r}')
+    unknown = [n for n in names if n not in _ENGINE_NAMES + _NETWORK_NAMES]
+    if not names or unknown:
+        known = ", ".join(_ENGINE_NAMES + _NETWORK_NAMES)
+        raise ValueError(f"engine(): name what to load, from {known} (got {unknown or 'none'})")
+    network = any(n in _NETWORK_NAMES or n == "dot" for n in names)
+    namespace, failed = {}, []
+    if which == "mine":
+        folder, notebook = _MINE[network]
+        failed += _run_lesson_cells(folder, notebook, None, namespace)
+    else:
+        for folder, notebook, cells in _COURSE[: 2 if network else 1]:
+            failed += _run_lesson_cells(folder, notebook, cells, namespace)
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        why = f" ({failed[0]})" if failed else ""
+        raise EngineNotFound(f"engine(): {which!r} lessons define no {', '.join(missing)}{why}")
+    found = tuple(namespace[n] for n in names)
+    return found[0] if len(found) == 1 else found
+
+
+def _lesson_notebook(folder: str, notebook: str):
+    """``folder/notebook`` among the lessons next to this one (or next to the current
+    folder); None if it is in neither."""
+    from pathlib import Path
+
+    for course in (Path(__file__).absolute().parent.parent, Path.cwd().absolute().parent):
+        path = course / folder / notebook
+        if path.is_file():
+            return path
+    return None
+
+
+def _run_lesson_cells(folder: str, notebook: str, cells, namespace: dict) -> list[str]:
+    """Run a lesson's code that defines things in ``namespace``, with its output hidden:
+    the cells named ``cells`` or, when None, the setup and given code (locked cells) and
+    the exercises (solution cells), never the checks or the demonstrations. Returns a
+    line per cell that failed (the others still run: a broken loss leaves MLP usable)."""
+    import contextlib
+    import io
+
+    path = _lesson_notebook(folder, notebook)
+    if path is None:
+        raise EngineNotFound(
+            f"engine(): {folder}/{notebook} is not next to this notebook's folder"
+            + ("" if cells is None else " (it comes when that assignment is released)")
+        )
+    namespace.setdefault("__name__", f"lesson_{folder}")
+    failed = []
+    for cell in _read(path).cells:
+        md = cell.metadata.get("nbgrader", {})
+        wanted = (
+            md.get("grade_id") in cells
+            if cells is not None
+            else (md.get("solution") or md.get("locked")) and not md.get("grade")
+        )
+        if cell.get("cell_type") != "code" or not wanted:
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(cell.source, f"<{folder} {md.get('grade_id')}>", "exec"), namespace)
+        except Exception as exc:
+            failed.append(f"{folder}, cell {md.get('grade_id')}: {_error(exc, 60)}")
+    return failed
