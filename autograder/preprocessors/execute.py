@@ -10,8 +10,10 @@ output is capped. Those limits, the per-cell limit and the sandbox mode are ``c.
 of its configuration (``Limits``: the course's, or a job's when ``grade`` runs it), as
 are its kernels' (sandbox.py). Cells listed in ``skip_cells`` (those that crashed or hung
 the kernel in an earlier run) are not run at all, nor are the course's demonstrations
-(cells tagged ``demo``: training runs and plots that no test needs). What happened is
-kept as ``Event``s in ``RUNS``, one entry per notebook run in this process.
+(cells tagged ``demo``: training runs and plots that no test needs). A problem set's cell
+tagged ``engine`` runs the course's engine instead of the student's choice, as its
+hidden tests do (verdicts/hidden/sets.py). What happened is kept as ``Event``s in
+``RUNS``, one entry per notebook run in this process.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events"
 
 SKIPPED = "this cell crashed or hung the grading kernel in an earlier run, so it was not run again"
 DEMO = "[a demonstration: not run while grading]\n"
+ENGINE_TAG = "engine"  # a problem set's cell that picks the engine (coursekit.engine)
+COURSE_ENGINE = "[graded on the course's engine: this cell ran the course's, not this line]\n"
 
 
 def error_output(ename: str, text: str):
@@ -84,6 +88,7 @@ class GuardedExecute(Execute):
         self._key: bytes | None = None  # the probe's, once it is loaded
         self._loaded = False
         self._targets = verdicts.exercise_targets(self._assignment)
+        self._engine_code = verdicts.engine_code(self._assignment)
         self._pending = Counter(
             c.metadata["nbgrader"]["grade_id"] for c in nb.cells if verdicts.is_test_cell(c)
         )
@@ -136,6 +141,8 @@ class GuardedExecute(Execute):
             self._stop("the grading kernel had stopped before this cell")
             cell.outputs = [error_output("NotRun", self._stopped)]
             return cell, resources
+        if self._is_engine_choice(cell):
+            return self._run_course_engine(cell, index, budget), resources
         if not verdicts.is_test_cell(cell):
             return self._execute(cell, index, budget), resources
         source = cell.source  # the visible checks run in the kernel, as the student saw them
@@ -215,6 +222,26 @@ class GuardedExecute(Execute):
         if self._dropped:
             self._event("output", index, cell)
         self._last_run = index
+        return cell
+
+    def _is_engine_choice(self, cell) -> bool:
+        md = cell.metadata.get("nbgrader", {})
+        return (
+            bool(self._engine_code)
+            and ENGINE_TAG in cell.metadata.get("tags", [])
+            and not md.get("solution")
+            and not md.get("grade")
+        )
+
+    def _run_course_engine(self, cell, index: int, budget: float):
+        """A problem set's ``engine`` cell: grading runs the course's engine in its place
+        (the hidden tests use it too), and says so under the cell."""
+        source, cell.source = cell.source, self._engine_code
+        try:
+            cell = self._execute(cell, index, budget)
+        finally:
+            cell.source = source
+        cell.outputs.insert(0, new_output("stream", name="stdout", text=COURSE_ENGINE))
         return cell
 
     def _is_demo(self, cell) -> bool:

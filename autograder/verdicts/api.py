@@ -90,7 +90,9 @@ class Kernel:
     """What a hidden test talks to: ``run`` asks the probe in the student's kernel and
     returns its result, once it is known to be the probe's and complete; ``rng`` draws
     this submission's inputs. ``pending()`` names the exercises whose checks have not run
-    yet: the course's code for those is never sent (``Deferred``)."""
+    yet: the course's code for those is never sent (``Deferred``). ``engine`` is given
+    with every request: a problem set's course engine (``verdict`` sets it), which is no
+    exercise of the set."""
 
     def __init__(
         self,
@@ -105,6 +107,7 @@ class Kernel:
         self.timeout = timeout
         self.pending = pending
         self.flags: list[str] = []
+        self.engine: tuple[Given, ...] = ()  # a problem set's: the course's engine
 
     def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code", **args):
         """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
@@ -117,7 +120,7 @@ class Kernel:
             {
                 "op": op,
                 "args": args,
-                "given": [g.as_dict() for g in given],
+                "given": [g.as_dict() for g in (*self.engine, *given)],
                 "timeout": self.timeout,
                 "nonce": secrets.token_hex(16),
             }
@@ -181,9 +184,20 @@ def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
     return dict(getattr(module, "EXERCISES", {})) if module else {}
 
 
+def engine_code(assignment: str) -> str | None:
+    """What grading runs in place of a problem set's cell tagged ``engine``: the course's
+    engine (``ENGINE`` of the assignment's hidden module; None for the lessons)."""
+    module = _hidden(assignment)
+    engine = getattr(module, "ENGINE", None)
+    return engine.code if engine is not None else None
+
+
 def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
-    """Run the cell's hidden test; its verdict."""
+    """Run the cell's hidden test; its verdict. A problem set's requests all carry its
+    course engine (``ENGINE``)."""
     test = hidden_tests(assignment).get(grade_id)
+    engine = getattr(_hidden(assignment), "ENGINE", None)
+    kernel.engine = (engine.given,) if engine is not None else ()
     if test is None:
         return Verdict(
             False,

@@ -20,7 +20,9 @@ grader sends it only once that exercise's own checks are done (``verdicts.Deferr
 
 - ``runtime.py``: running a request, plain values, graphs of Values;
 - ``engine.py``: operations for lessons 1 to 3 and the quizzes;
-- ``nn.py``: operations for lesson 05 (modules, losses, training).
+- ``nn.py``: operations for lesson 05 (modules, losses, training);
+- ``set_gradients.py``, ``set_training.py``, ``set_arrays.py``: the problem sets' (their
+  names start ``sg_``, ``st_``, ``sa_``: the parts share one namespace in the kernel).
 """
 
 from __future__ import annotations
@@ -30,17 +32,25 @@ import functools
 import json
 from pathlib import Path
 
-from . import engine, nn  # noqa: F401 (they register their operations)
+# Each part registers its operations in OPERATIONS when imported.
+from . import engine, nn, set_arrays, set_gradients, set_training  # noqa: F401
 from .runtime import ENTRY, MIME, OPERATIONS, run_isolated
 
 __all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_load", "kernel_request", "run_isolated"]
 
-PARTS = ("runtime.py", "engine.py", "nn.py")
+PARTS = (
+    "runtime.py",
+    "engine.py",
+    "nn.py",
+    "set_gradients.py",
+    "set_training.py",
+    "set_arrays.py",
+)
 
 
 @functools.cache
 def kernel_code() -> str:
-    """The probe as one piece of code for a kernel: the three files, in order, without
+    """The probe as one piece of code for a kernel: the files of PARTS, in order, without
     their imports of each other; it defines ``install()`` and ``serve(request_json)``."""
     pieces = ["from __future__ import annotations"]
     for name in PARTS:

@@ -215,17 +215,19 @@ def _encode_answer(answer: dict) -> str:
 def attach(ns: dict, given: dict) -> None:
     """Put the course's version of an earlier exercise in place: ``given["target"]`` is a
     name in the notebook ("topological_order") or a class attribute ("Value.__add__");
-    ``given["source"]`` defines ``given["name"]``, with the notebook's names visible."""
+    ``given["source"]`` defines ``given["name"]``, with the notebook's names visible.
+    Several names, comma-separated in both ("Value,MLP"), come from one run of the
+    source (so that the course's MLP is made of the course's Value)."""
     scope = dict(ns)
     exec(compile(given["source"], "<course code>", "exec"), scope)
-    obj = scope[given["name"]]
-    target = given["target"]
-    if "." in target:
-        owner, attr = target.split(".", 1)
-        if owner in ns:
-            setattr(ns[owner], attr, obj)
-    else:
-        ns[target] = obj
+    for target, name in zip(given["target"].split(","), given["name"].split(",")):
+        obj = scope[name]
+        if "." in target:
+            owner, attr = target.split(".", 1)
+            if owner in ns:
+                setattr(ns[owner], attr, obj)
+        else:
+            ns[target] = obj
 
 
 # ---- plain values ------------------------------------------------------------------------
