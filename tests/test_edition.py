@@ -352,8 +352,9 @@ def test_edition_launcher_check_runs_without_the_course(student, tmp_path):
 
     copy = tmp_path / "elsewhere" / "edition"
     shutil.copytree(student, copy)
-    for name in ("01_value", "02_backward", "03_activations", "05_mlp", "06_checkpoint_mlp"):
-        shutil.rmtree(copy / "lessons" / name)  # one lesson is enough, and quicker
+    for folder in (copy / "lessons").iterdir():  # one lesson is enough, and quicker
+        if folder.is_dir() and folder.name != "04_checkpoint_engine":
+            shutil.rmtree(folder)
     proc = subprocess.run(
         [sys.executable, "lab.py", "--check", "--no-venv"],
         cwd=copy,
