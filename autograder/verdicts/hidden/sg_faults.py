@@ -52,7 +52,9 @@ def form_problem(value: object) -> str | None:
     """Why ``faulty_ops`` is not a well-formed answer (the visible check's sentences)."""
     if value is None:
         return NOT_ANSWERED
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(
+        isinstance(v, str) for v in value
+    ):
         return 'faulty_ops must be a list of method names in quotes, such as ["__add__", "exp"]'
     names = [v.strip() for v in value]
     for name in names:
@@ -115,9 +117,12 @@ LEFT = {
 }
 
 
-def fixed_method(kernel: Kernel, method: str) -> None:
-    """Fixed is a class that defines ``method`` itself, whose nodes stay in Fixed."""
-    info = kernel.run("sg_overrides", cls="Fixed", base="Buggy", names=list(OPS), what="Fixed")
+def fixed_method(kernel: Kernel, method: str, given: list[Given]) -> None:
+    """Fixed is a class that defines ``method`` itself, whose nodes stay in Fixed (with
+    the course's fixes ``given`` in place, as in the test's graphs)."""
+    info = kernel.run(
+        "sg_overrides", cls="Fixed", base="Buggy", names=list(OPS), given=given, what="Fixed"
+    )
     if not info["defined"]:
         fail(NOT_DEFINED)
     if not info["class"]:
@@ -138,7 +143,7 @@ def check_fix(
     """Fixed defines ``method``; then every case, built with Fixed (the other faults
     fixed by the course's code), agrees with refgrad. Cases with a seed other than 1
     run the closures from that d(loss)/d(output), the others backward()."""
-    fixed_method(kernel, method)
+    fixed_method(kernel, method, given)
     seeded = [c for c in cases if c.seed != 1.0]
     try:
         if seeded:
