@@ -165,7 +165,7 @@ def pitfalls(kernel: Kernel) -> None:
     for name, compute in PREDICTIONS.items():
         value = answers[name]
         if value is None:
-            fail(f"{name} is not answered yet (replace raise NotImplementedError() in its cell)")
+            fail(f"{name} is not answered yet: replace raise NotImplementedError()")
         if not _is_number(value):
             fail(f"{name} must be a number such as 1.5 (no quotes), got {num(value)}")
         if abs(value - compute()) > TOL:

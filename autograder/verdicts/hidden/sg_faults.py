@@ -45,7 +45,7 @@ OPS = (
 FAULTY = {"__mul__", "tanh", "__rtruediv__"}  # the key: never sent to the kernel
 BUILT_ON_MUL = {"__neg__", "__sub__", "__truediv__", "__rmul__", "__rsub__"}
 
-NOT_ANSWERED = "faulty_ops is not answered yet (replace raise NotImplementedError() in its cell)"
+NOT_ANSWERED = "faulty_ops is not answered yet: replace raise NotImplementedError()"
 
 
 def form_problem(value: object) -> str | None:
@@ -103,7 +103,7 @@ def __mul__(self, other):
     return out
 """,
 )
-NOT_DEFINED = "Fixed is not defined: its cell did not run to the end (still NotImplementedError?)"
+NOT_DEFINED = "Fixed is not defined: its cell stopped early (still NotImplementedError?)"
 LEFT = {
     "tanh": "Fixed still has Buggy's wrong local derivative: override the method at fault",
     "__mul__": (
