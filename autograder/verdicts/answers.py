@@ -520,6 +520,83 @@ def _sa_backward(args: dict, result) -> None:
             )
 
 
+# ---- 07_set_gradients ----------------------------------------------------------------------
+
+
+def _sg_softmax(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        if set(entry) == {"returned"}:
+            text(entry["returned"], 200)
+            continue
+        n = len(case["logits"])
+        if "failed" in entry:
+            failure(entry, {"backprop"}, {"data", "values", "grads"})
+        else:
+            keys(entry, {"data", "values"}, {"grads"})
+        plains(entry["data"], None, "data")
+        _need(isinstance(entry["values"], bool), "values: not a bool")
+        complete = entry["values"] and len(entry["data"]) == n
+        _need(("grads" in entry) == complete, "grads missing or unexpected")
+        if complete:
+            plains(entry["grads"], n, "grads")
+
+
+def _sg_cross_entropy(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        if "failed" in entry:
+            failure(entry, {"backprop"}, {"data", "is_value", "grads"})
+        else:
+            keys(entry, {"data", "is_value"}, {"grads"})
+        plain(entry["data"])
+        _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
+        _need(("grads" in entry) == entry["is_value"], "grads missing or unexpected")
+        if entry["is_value"]:
+            rows = entry["grads"]
+            _need(isinstance(rows, list) and len(rows) == len(case["logits"]), "grads: rows")
+            for row, logits in zip(rows, case["logits"]):
+                plains(row, len(logits), "grads")
+
+
+def _sg_grad_check(args: dict, result) -> None:
+    for call, entry in zip(args["calls"], entries(result, len(args["calls"]), "calls")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"result", "xs"})
+        plain(entry["result"])
+        plains(entry["xs"], len(call["xs"]), "xs")
+
+
+def _sg_overrides(args: dict, result) -> None:
+    keys(result, {"defined"}, {"class", "what", "own", "made"})
+    _need(isinstance(result["defined"], bool), "defined: not a bool")
+    if not result["defined"]:
+        return _need(set(result) == {"defined"}, "an undefined class with details")
+    _need(isinstance(result.get("class"), bool), "class: not a bool")
+    if not result["class"]:
+        keys(result, {"defined", "class", "what"})
+        return text(result["what"], 200)
+    keys(result, {"defined", "class", "own", "made"})
+    own = result["own"]
+    _need(
+        isinstance(own, list) and all(name in args["names"] for name in own),
+        "own: not names that were asked",
+    )
+    _need(len(set(own)) == len(own), "own: a name twice")
+    keys(result["made"], set(own))
+    for made in result["made"].values():
+        text(made, 200)
+
+
+def _sg_answers(args: dict, result) -> None:
+    _values(args, result)
+
+
 SHAPES: dict[str, Callable[[dict, object], None]] = {
     "graphs": _graphs,
     "order": _order,
@@ -536,4 +613,9 @@ SHAPES: dict[str, Callable[[dict, object], None]] = {
     "sa_unbroadcast": _sa_unbroadcast,
     "sa_closure": _sa_closure,
     "sa_backward": _sa_backward,
+    "sg_softmax": _sg_softmax,
+    "sg_cross_entropy": _sg_cross_entropy,
+    "sg_grad_check": _sg_grad_check,
+    "sg_overrides": _sg_overrides,
+    "sg_answers": _sg_answers,
 }
