@@ -267,8 +267,10 @@ def _ce_data_hint(case: dict, got: object, want: float) -> str:
             "add the max back: logsumexp(z) = m + log(sum(exp(z - m)))",
         ),
     ]
+    classes = len(case["logits"][0])
+    if classes != n and close(got * classes / n, want, rel=1e-9):
+        candidates.append((True, "divide by the batch size len(logits), not the classes"))
     for label_shift in (1, -1):
-        classes = len(case["logits"][0])
         other = [(y + label_shift) % classes for y in case["labels"]]
         if close(got, sum(_per_sample(case, other)) / n, rel=1e-9):
             candidates.append((True, "take the logit of each sample's own label: z[y]"))
