@@ -113,6 +113,17 @@ def test_every_test_cell_reads_like_a_check():
                 assert max(len(line) for line in cell.source.splitlines()) < 100
 
 
+def test_readme_table_lists_every_assignment():
+    """The README's table and the students' start page name every assignment in source/."""
+    from autograder.course import assignments
+
+    readme = (ROOT / "README.md").read_text()
+    start = (ROOT / "source" / ".shared" / "START-HERE.md").read_text()
+    for number, assignment in enumerate(assignments(), 1):
+        assert f"| {number} | `{assignment}` |" in readme, assignment
+        assert f"]({assignment}/" in start, assignment
+
+
 def test_readme_names_the_two_commands():
     readme = (ROOT / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme

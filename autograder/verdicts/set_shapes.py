@@ -1,0 +1,165 @@
+"""The answers' shapes of the problem sets' probe operations (see answers.py): complete,
+exact keys, types and lengths, or ``Malformed``."""
+
+from __future__ import annotations
+
+from .shapes import _need, _number, entries, failure, keys, plain, plains, text
+
+# ---- 09_set_arrays: arrays as {"shape", "flat"} ---------------------------------------------
+
+SA_MAX_SIZE = 10_000  # numbers in one array the probe sends (probe/set_arrays.py)
+
+
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _sa_array(x) -> None:
+    """An array as the probe sends it ({"shape", "flat"}), or plain's {"repr", "type"}."""
+    if isinstance(x, dict) and set(x) == {"repr", "type"}:
+        return plain(x)
+    keys(x, {"shape", "flat"})
+    dims, flat = x["shape"], x["flat"]
+    _need(isinstance(dims, list) and len(dims) <= 4 and all(map(_count, dims)), "a bad shape")
+    size = 1
+    for n in dims:
+        size *= n
+    _need(
+        isinstance(flat, list) and len(flat) == size <= SA_MAX_SIZE and all(map(_number, flat)),
+        "flat: not the numbers of its shape",
+    )
+
+
+def _sa_unbroadcast(args: dict, result) -> None:
+    for entry in entries(result, len(args["cases"]), "cases"):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"result", "changed"})
+        _sa_array(entry["result"])
+        _need(isinstance(entry["changed"], bool), "changed: not a bool")
+
+
+def _sa_fits(data: dict, case: dict) -> bool:
+    """Whether out's data has the shape for which the probe calls the closure."""
+    if "shape" not in data:
+        return False
+    if case["expr"] == "a.sum()":
+        return len(data["flat"]) == 1
+    return data["shape"] == case["out_shape"]
+
+
+def _sa_closure(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if isinstance(entry, dict) and entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        base = {"is_tensor", "data", "changed"}
+        if isinstance(entry, dict) and "failed" in entry:
+            failure(entry, {"backprop"}, base)
+        else:
+            keys(entry, base, {"a_grad", "b_grad"})
+        _sa_array(entry["data"])
+        for name in ("is_tensor", "changed"):
+            _need(isinstance(entry[name], bool), f"{name}: not a bool")
+        fits = entry["is_tensor"] and _sa_fits(entry["data"], case)
+        _need(fits or "failed" not in entry, "a closure that should not have run")
+        if "failed" in entry:
+            continue
+        _need(("a_grad" in entry) == fits and ("b_grad" in entry) == fits, "grads missing")
+        if fits:
+            _sa_array(entry["a_grad"])
+            if case.get("b") is None:
+                _need(entry["b_grad"] is None, "b_grad: for no b")
+            else:
+                _sa_array(entry["b_grad"])
+
+
+def _sa_backward(args: dict, result) -> None:
+    for graph, entry in zip(args["graphs"], entries(result, len(args["graphs"]), "graphs")):
+        n_leaves = len(graph["leaves"])
+        if failure(entry, {"call", "backprop"}, {"ran"}):
+            _need(("ran" in entry) == (entry["failed"] == "backprop"), "ran: missing")
+        else:
+            keys(entry, {"grads", "ran"})
+            for grad in entries(entry["grads"], n_leaves, "grads"):
+                _sa_array(grad)
+        ran = entry.get("ran", [])
+        _need(isinstance(ran, list) and len(ran) <= 1000, "ran: not a list")
+        for index in ran:
+            _need(
+                _count(index) and n_leaves <= index < n_leaves + len(graph["nodes"]),
+                "ran: not a node made by hand",
+            )
+
+
+# ---- 07_set_gradients ----------------------------------------------------------------------
+
+
+def _sg_softmax(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        if set(entry) == {"returned"}:
+            text(entry["returned"], 200)
+            continue
+        n = len(case["logits"])
+        if "failed" in entry:
+            failure(entry, {"backprop"}, {"data", "values", "grads"})
+        else:
+            keys(entry, {"data", "values"}, {"grads"})
+        plains(entry["data"], None, "data")
+        _need(isinstance(entry["values"], bool), "values: not a bool")
+        complete = entry["values"] and len(entry["data"]) == n
+        _need(("grads" in entry) == complete, "grads missing or unexpected")
+        if complete:
+            plains(entry["grads"], n, "grads")
+
+
+def _sg_cross_entropy(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        if "failed" in entry:
+            failure(entry, {"backprop"}, {"data", "is_value", "grads"})
+        else:
+            keys(entry, {"data", "is_value"}, {"grads"})
+        plain(entry["data"])
+        _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
+        _need(("grads" in entry) == entry["is_value"], "grads missing or unexpected")
+        if entry["is_value"]:
+            rows = entry["grads"]
+            _need(isinstance(rows, list) and len(rows) == len(case["logits"]), "grads: rows")
+            for row, logits in zip(rows, case["logits"]):
+                plains(row, len(logits), "grads")
+
+
+def _sg_grad_check(args: dict, result) -> None:
+    for call, entry in zip(args["calls"], entries(result, len(args["calls"]), "calls")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"result", "xs"})
+        plain(entry["result"])
+        plains(entry["xs"], len(call["xs"]), "xs")
+
+
+def _sg_overrides(args: dict, result) -> None:
+    keys(result, {"defined"}, {"class", "what", "own", "made"})
+    _need(isinstance(result["defined"], bool), "defined: not a bool")
+    if not result["defined"]:
+        return _need(set(result) == {"defined"}, "an undefined class with details")
+    _need(isinstance(result.get("class"), bool), "class: not a bool")
+    if not result["class"]:
+        keys(result, {"defined", "class", "what"})
+        return text(result["what"], 200)
+    keys(result, {"defined", "class", "own", "made"})
+    own = result["own"]
+    _need(
+        isinstance(own, list) and all(name in args["names"] for name in own),
+        "own: not names that were asked",
+    )
+    _need(len(set(own)) == len(own), "own: a name twice")
+    keys(result["made"], set(own))
+    for made in result["made"].values():
+        text(made, 200)
