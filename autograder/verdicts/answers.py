@@ -433,6 +433,93 @@ def _train(args: dict, result) -> None:
             text(line, 200)
 
 
+# ---- 09_set_arrays: arrays as {"shape", "flat"} ---------------------------------------------
+
+SA_MAX_SIZE = 10_000  # numbers in one array the probe sends (probe/set_arrays.py)
+
+
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _sa_array(x) -> None:
+    """An array as the probe sends it ({"shape", "flat"}), or plain's {"repr", "type"}."""
+    if isinstance(x, dict) and set(x) == {"repr", "type"}:
+        return plain(x)
+    keys(x, {"shape", "flat"})
+    dims, flat = x["shape"], x["flat"]
+    _need(isinstance(dims, list) and len(dims) <= 4 and all(map(_count, dims)), "a bad shape")
+    size = 1
+    for n in dims:
+        size *= n
+    _need(
+        isinstance(flat, list) and len(flat) == size <= SA_MAX_SIZE and all(map(_number, flat)),
+        "flat: not the numbers of its shape",
+    )
+
+
+def _sa_unbroadcast(args: dict, result) -> None:
+    for entry in entries(result, len(args["cases"]), "cases"):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"result", "changed"})
+        _sa_array(entry["result"])
+        _need(isinstance(entry["changed"], bool), "changed: not a bool")
+
+
+def _sa_fits(data: dict, case: dict) -> bool:
+    """Whether out's data has the shape for which the probe calls the closure."""
+    if "shape" not in data:
+        return False
+    if case["expr"] == "a.sum()":
+        return len(data["flat"]) == 1
+    return data["shape"] == case["out_shape"]
+
+
+def _sa_closure(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if isinstance(entry, dict) and entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        base = {"is_tensor", "data", "changed"}
+        if isinstance(entry, dict) and "failed" in entry:
+            failure(entry, {"backprop"}, base)
+        else:
+            keys(entry, base, {"a_grad", "b_grad"})
+        _sa_array(entry["data"])
+        for name in ("is_tensor", "changed"):
+            _need(isinstance(entry[name], bool), f"{name}: not a bool")
+        fits = entry["is_tensor"] and _sa_fits(entry["data"], case)
+        _need(fits or "failed" not in entry, "a closure that should not have run")
+        if "failed" in entry:
+            continue
+        _need(("a_grad" in entry) == fits and ("b_grad" in entry) == fits, "grads missing")
+        if fits:
+            _sa_array(entry["a_grad"])
+            if case.get("b") is None:
+                _need(entry["b_grad"] is None, "b_grad: for no b")
+            else:
+                _sa_array(entry["b_grad"])
+
+
+def _sa_backward(args: dict, result) -> None:
+    for graph, entry in zip(args["graphs"], entries(result, len(args["graphs"]), "graphs")):
+        n_leaves = len(graph["leaves"])
+        if failure(entry, {"call", "backprop"}, {"ran"}):
+            _need(("ran" in entry) == (entry["failed"] == "backprop"), "ran: missing")
+        else:
+            keys(entry, {"grads", "ran"})
+            for grad in entries(entry["grads"], n_leaves, "grads"):
+                _sa_array(grad)
+        ran = entry.get("ran", [])
+        _need(isinstance(ran, list) and len(ran) <= 1000, "ran: not a list")
+        for index in ran:
+            _need(
+                _count(index) and n_leaves <= index < n_leaves + len(graph["nodes"]),
+                "ran: not a node made by hand",
+            )
+
+
 SHAPES: dict[str, Callable[[dict, object], None]] = {
     "graphs": _graphs,
     "order": _order,
@@ -446,4 +533,7 @@ SHAPES: dict[str, Callable[[dict, object], None]] = {
     "module": _module,
     "loss": _loss,
     "train": _train,
+    "sa_unbroadcast": _sa_unbroadcast,
+    "sa_closure": _sa_closure,
+    "sa_backward": _sa_backward,
 }
