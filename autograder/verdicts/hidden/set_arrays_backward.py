@@ -44,7 +44,7 @@ class Graph:
         """The graph as formulas, or a short description when they are long."""
         lines = []
         for k, (kind, parents) in enumerate(self.nodes):
-            terms = " + ".join(f"{num(c)}*{self.name(i)}" for i, c in parents).replace("+ -", "- ")
+            terms = " + ".join(_term(c, self.name(i)) for i, c in parents).replace("+ -", "- ")
             body = f"({terms}).sum()" if kind == "sum" else terms
             lines.append(f"{self.name(len(self.leaves) + k)} = {body}")
         text = "; ".join(lines)
@@ -76,6 +76,10 @@ class Graph:
             for i, _ in parents:
                 out.setdefault(i, set()).add(len(self.leaves) + k)
         return out
+
+
+def _term(c: float, name: str) -> str:
+    return name if c == 1 else f"-{name}" if c == -1 else f"{num(c)}*{name}"
 
 
 def _weighted(terms):

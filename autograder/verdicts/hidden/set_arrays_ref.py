@@ -177,6 +177,15 @@ def shape_text(shape: Sequence[int]) -> str:
     return str(tuple(shape))
 
 
+def value_text(got: dict) -> str:
+    """What came back, for a message: a number, an array's shape, or its repr."""
+    if "shape" in got:
+        if len(got["flat"]) == 1:
+            return num(got["flat"][0])
+        return f"an array of shape {shape_text(got['shape'])}"
+    return num(got)
+
+
 def got_text(got: dict) -> str:
     """What came back instead of an array, or its shape."""
     if "shape" in got:
