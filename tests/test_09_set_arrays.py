@@ -338,13 +338,6 @@ VARIANTS = [
         "        other.grad = other.grad + unbroadcast(out.grad, other.data.shape)\n",
     ),
     (
-        "+ with np.add and the wrap spelled out",
-        "    other = other if isinstance(other, Tensor) else Tensor(other)\n"
-        '    out = Tensor(self.data + other.data, (self, other), "+")\n',
-        "    if not isinstance(other, Tensor):\n        other = Tensor(np.asarray(other))\n"
-        "    out = Tensor(np.add(self.data, other.data), [self, other])\n",
-    ),
-    (
         "+ with a plain number kept out of the graph",
         "    other = other if isinstance(other, Tensor) else Tensor(other)\n",
         "    if not isinstance(other, Tensor):\n"
@@ -358,6 +351,13 @@ VARIANTS = [
         "        other.grad += self.data.T @ out.grad\n",
         "        self.grad += np.matmul(out.grad, other.data.T)\n"
         "        other.grad += (out.grad.T @ self.data).T\n",
+    ),
+    (
+        "@ with np.dot and new arrays",
+        "        self.grad += out.grad @ other.data.T\n"
+        "        other.grad += self.data.T @ out.grad\n",
+        "        self.grad = self.grad + np.dot(out.grad, other.data.T)\n"
+        "        other.grad = other.grad + np.dot(self.data.T, out.grad)\n",
     ),
     (
         "tanh from out.data, sum broadcast",
