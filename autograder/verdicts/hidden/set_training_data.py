@@ -34,6 +34,19 @@ def vec(values, width: int = 5) -> str:
     return f"[{shown}{', ...' if len(values) > width else ''}]"
 
 
+def shown(x) -> str:
+    """A list of numbers as ``vec`` writes it, anything else as ``num`` does."""
+    if isinstance(x, list) and all(_is_number(v) for v in x):
+        return vec(x)
+    return num(x)
+
+
+def rows_text(xs: list[list[float]]) -> str:
+    if len(xs) <= 2 and len(xs[0]) <= 3:
+        return "[" + ", ".join(vec(row) for row in xs) + "]"
+    return f"xs ({len(xs)} rows of {len(xs[0])} features)"
+
+
 # ---- exercise 4: splitting and standardizing --------------------------------------------------
 
 
@@ -122,11 +135,13 @@ def _matrix(rng: random.Random, n: int, d: int) -> list[list[float]]:
     return [[round(rng.uniform(-5, 5), 2) for _ in range(d)] for _ in range(n)]
 
 
-def _stats(xs: list[list[float]]) -> tuple[list[float], list[float]]:
+def _stats(xs: list[list[float]], raw: bool = False) -> tuple[list[float], list[float]]:
+    """Each feature's mean and standard deviation over n (1.0 for a std of 0, unless
+    ``raw``)."""
     n = len(xs)
     means = [math.fsum(col) / n for col in zip(*xs)]
     stds = [math.sqrt(math.fsum((v - m) ** 2 for v in col) / n) for col, m in zip(zip(*xs), means)]
-    return means, [s if s > 1e-12 else 1.0 for s in stds]
+    return means, stds if raw else [s if s > 1e-12 else 1.0 for s in stds]
 
 
 def check_standardize(kernel: Kernel) -> None:
@@ -167,11 +182,15 @@ def check_standardize(kernel: Kernel) -> None:
             if not (isinstance(row, list) and len(row) == len(w)) or not all(
                 close(a, b) for a, b in zip(row, w)
             ):
-                fail(f"{what}: the row {vec(x)} should become {vec(w)}, got {num(row)}")
+                fail(f"{what}: the row {vec(x)} should become {vec(w)}, got {shown(row)}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _check_fitted(xs: list, got: dict) -> None:
-    what = f"fit_standardizer({vec(xs, 3)})" if len(xs) > 1 else f"fit_standardizer({xs})"
+    what = f"fit_standardizer({rows_text(xs)})"
     if "failed" in got:
         fail(f"{what} raised {got['error']}")
     if got["args"][0] != xs:
@@ -184,19 +203,20 @@ def _check_fitted(xs: list, got: dict) -> None:
     means, stds = _stats(xs)
     got_means, got_stds = result
     if len(got_means) != len(means) or not all(close(a, b) for a, b in zip(got_means, means)):
-        fail(f"{what}: the means should be {vec(means)}, got {num(got_means)}")
+        fail(f"{what}: the means should be {vec(means)}, got {shown(got_means)}")
     if len(got_stds) == len(stds) and all(close(a, b) for a, b in zip(got_stds, stds)):
         return
     n = len(xs)
     hint = ""
-    pairs = [(a, b) for a, b in zip(got_stds, stds) if b != 1.0 and isinstance(a, (int, float))]
-    if pairs and n > 1 and all(close(a, b * math.sqrt(n / (n - 1))) for a, b in pairs):
-        hint = "\n(that divides by n - 1: the exercise asks for the mean over n samples)"
-    elif pairs and all(close(a, b * b) for a, b in pairs):
-        hint = "\n(those are variances: take the square root)"
-    elif any(b == 1.0 and a == 0.0 for a, b in zip(got_stds, stds)):
+    raw = _stats(xs, raw=True)[1]
+    pairs = [(a, b) for a, b, r in zip(got_stds, stds, raw) if r > 1e-12 and _is_number(a)]
+    if any(r <= 1e-12 and a == 0.0 for a, r in zip(got_stds, raw)):
         hint = "\n(a constant feature has std 0: give 1.0 instead, so it is only centred)"
-    fail(f"{what}: the stds should be {vec(stds)}, got {num(got_stds)}{hint}")
+    elif pairs and n > 1 and all(close(a, b * math.sqrt(n / (n - 1))) for a, b in pairs):
+        hint = "\n(that divides by n - 1: the exercise asks for the mean over n samples)"
+    elif any(not close(b, 1.0) for _, b in pairs) and all(close(a, b * b) for a, b in pairs):
+        hint = "\n(those are variances: take the square root)"
+    fail(f"{what}: the stds should be {vec(stds)}, got {shown(got_stds)}{hint}")
 
 
 # ---- exercise 5: the classifier's loss and score ----------------------------------------------
@@ -404,15 +424,20 @@ def _iris_right(seed: int, got: dict, test_ys: list[int]) -> int:
     if "recipe" in got:
         fail(f"{what} should return (model, optimizer, steps), got {got['recipe']}")
     steps = got["steps"]
+    if isinstance(steps, dict):
+        fail(
+            f"{what} should return (model, optimizer, steps) in this order; its third item "
+            f"is of type {steps['type']}"
+        )
     if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps <= MAX_STEPS:
         fail(f"{what}: steps should be a whole number from 1 to {MAX_STEPS}, got {num(steps)}")
     if got["params"] > MAX_PARAMS:
         fail(f"{what}: the model has {got['params']} parameters; at most {MAX_PARAMS}")
     if "output" in got:
-        fail(
-            f"{what}: model(x) should return a list of 3 scores, one per species; "
-            f"got {got['output']}"
-        )
+        output = got["output"]
+        if output.startswith("Value("):
+            output = "one Value (a network with one output?)"
+        fail(f"{what}: model(x) should return a list of 3 scores, one per species; got {output}")
     if got.get("failed") == "backprop":
         fail(f"training the model of {what} raised {got['error']}")
     scores = got["scores"]
