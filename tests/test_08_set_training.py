@@ -750,3 +750,16 @@ def test_nbgrader_grades_08_set_training(tmp_path):
     assert sum(full.values()) == 17
     assert scores["other_momentum"] == full
     assert scores["no_correction"] == {**full, ADAM: 0.0}
+    # nbgrader put iris.csv beside the graded notebook, where the grading kernel read it
+    graded = tmp_path / "autograded" / "perfect" / A
+    assert (graded / "iris.csv").read_bytes() == (SOURCE / A / "iris.csv").read_bytes()
+    nb = nbformat.read(graded / "training.ipynb", as_version=4)
+    outputs = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): "".join(
+            o.get("text", "") for o in c.outputs if o.output_type == "stream"
+        )
+        for c in nb.cells
+        if c.cell_type == "code"
+    }
+    assert outputs["training_iris_data"].startswith("150 flowers"), outputs["training_iris_data"]
+    assert "✓ train_test_split" in outputs[DATA], outputs[DATA]
