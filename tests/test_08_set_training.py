@@ -535,6 +535,17 @@ VARIANTS = [
 ]
 
 
+# Mutants of the solutions (tests/test_mutants.py) that no test can tell from it.
+EQUIVALENT_MUTANTS = {
+    "training_adam line 25: Add -> Sub": "sqrt(v_hat) - eps: eps (1e-8) only keeps 0/0 away, "
+    "and a test where its sign shows would need gradients near 1e-8, where correct ways "
+    "of placing eps (the paper's efficient form, eps under the root) differ as much",
+    "training_iris line 6: 8 + 1": "a recipe's hyperparameters: MLP(4, [9, 3]) passes too",
+    "training_iris line 7: 0.05 + 1": "a recipe's hyperparameters: Adam with lr 1.05 passes too",
+    "training_iris line 8: 100 + 1": "a recipe's hyperparameters: 101 steps pass too",
+}
+
+
 @pytest.fixture(scope="module")
 def solution():
     return read(SOURCE, A)
