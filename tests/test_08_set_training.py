@@ -370,8 +370,8 @@ BUGS = [
     ("accuracy counts", "    return right / len(xs)\n", "    return right\n", {CLASSIFY}),
     (
         "accuracy takes the smallest score",
-        "scores.index(max(scores))",
-        "scores.index(min(scores))",
+        "right += scores.index(max(scores))",
+        "right += scores.index(min(scores))",
         {CLASSIFY},
     ),
     # ---- the recipe
