@@ -22,15 +22,7 @@ import hmac
 import json
 from collections.abc import Callable
 
-from .set_shapes import (
-    _sa_backward,
-    _sa_closure,
-    _sa_unbroadcast,
-    _sg_cross_entropy,
-    _sg_grad_check,
-    _sg_overrides,
-    _sg_softmax,
-)
+from .set_shapes import SET_SHAPES
 from .shapes import Malformed, _need, _number, entries, failure, keys, plain, plains, text
 
 MAX_REPLY = 64 * 1024**2  # characters of a signed answer the grader reads
@@ -387,12 +379,6 @@ SHAPES: dict[str, Callable[[dict, object], None]] = {
     "module": _module,
     "loss": _loss,
     "train": _train,
-    "sa_unbroadcast": _sa_unbroadcast,
-    "sa_closure": _sa_closure,
-    "sa_backward": _sa_backward,
-    "sg_softmax": _sg_softmax,
-    "sg_cross_entropy": _sg_cross_entropy,
-    "sg_grad_check": _sg_grad_check,
-    "sg_overrides": _sg_overrides,
     "sg_answers": _sg_answers,
+    **SET_SHAPES,
 }

@@ -3,6 +3,8 @@ exact keys, types and lengths, or ``Malformed``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .shapes import _need, _number, entries, failure, keys, plain, plains, text
 
 # ---- 09_set_arrays: arrays as {"shape", "flat"} ---------------------------------------------
@@ -163,3 +165,120 @@ def _sg_overrides(args: dict, result) -> None:
     keys(result["made"], set(own))
     for made in result["made"].values():
         text(made, 200)
+
+
+# ---- 08_set_training ------------------------------------------------------------------------
+
+
+def _st_count(x, what: str) -> None:
+    _need(_count(x), f"{what}: not a count")
+
+
+def _st_optimizer(args: dict, result) -> None:
+    for run, entry in zip(args["runs"], entries(result, len(args["runs"]), "runs")):
+        groups = run["groups"]
+        if failure(entry, {"build", "call"}, {"trajectory"}):
+            _need("trajectory" not in entry or entry["step"] is None, "a stray trajectory")
+            if "trajectory" in entry:
+                _st_trajectory(entry["trajectory"], groups)
+            continue
+        keys(entry, {"trajectory", "zeroed"})
+        _st_trajectory(entry["trajectory"], groups)
+        zeroed = entries(entry["zeroed"], len(groups), "zeroed groups")
+        for group, grads in zip(groups, zeroed):
+            plains(grads, len(group["data"]), "zeroed")
+
+
+def _st_trajectory(trajectory, groups: list) -> None:
+    for group, path in zip(groups, entries(trajectory, len(groups), "groups")):
+        for row in entries(path, len(group["grads"]), "steps"):
+            plains(row, len(group["data"]), "data")
+
+
+def _st_fit(args: dict, result) -> None:
+    for run, entry in zip(args["runs"], entries(result, len(args["runs"]), "runs")):
+        if failure(entry, {"call"}):
+            continue
+        keys(entry, {"returned", "params", "steps", "zeroed", "loss_calls", "sizes"})
+        plain(entry["returned"])
+        plains(entry["params"], len(run["weights"]), "params")
+        for name in ("steps", "zeroed", "loss_calls"):
+            _st_count(entry[name], name)
+        _need(isinstance(entry["sizes"], list) and len(entry["sizes"]) <= 5, "sizes: too long")
+        for size in entry["sizes"]:
+            _st_count(size, "sizes")
+
+
+def _st_cross_entropy(args: dict, result) -> None:
+    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
+        if entry.get("failed") == "call":
+            failure(entry, {"call"})
+            continue
+        if "failed" in entry:
+            failure(entry, {"backprop"}, {"data", "is_value", "grads"})
+            _need(entry.get("is_value") is True, "a failed backward() without a Value")
+        else:
+            keys(entry, {"data", "is_value"}, {"grads"})
+        plain(entry["data"])
+        _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
+        _need(("grads" in entry) == entry["is_value"], "grads missing or unexpected")
+        if entry["is_value"]:
+            rows = entries(entry["grads"], len(case["logits"]), "rows of grads")
+            for row, logits in zip(rows, case["logits"]):
+                plains(row, len(logits), "grads")
+
+
+def _st_accuracy(args: dict, result) -> None:
+    for entry in entries(result, len(args["cases"]), "cases"):
+        if not failure(entry, {"call"}):
+            keys(entry, {"result"})
+            plain(entry["result"])
+
+
+def _st_iris(args: dict, result) -> None:
+    if isinstance(result, dict) and set(result) == {"recipe"}:
+        return text(result["recipe"])
+    if isinstance(result, dict) and result.get("failed") == "call":
+        failure(result, {"call"})
+        return None
+    base = {"steps", "params"}
+    if isinstance(result, dict) and "failed" in result:
+        failure(result, {"backprop"}, base)
+    else:
+        keys(result, base, {"losses", "scores", "output"})
+    plain(result["steps"])
+    _st_count(result["params"], "params")
+    steps = result["steps"]
+    within = (
+        isinstance(steps, int)
+        and not isinstance(steps, bool)
+        and 0 < steps <= args["max_steps"]
+        and result["params"] <= args["max_params"]
+    )
+    outcome = [k for k in ("losses", "output", "failed") if k in result]
+    _need(len(outcome) == (1 if within else 0), "a recipe trained when it should not be, or not")
+    _need(("losses" in result) == ("scores" in result), "losses without scores")
+    if "output" in result:
+        text(result["output"])
+    if "losses" in result:
+        plains(result["losses"], steps, "losses")
+        for row in entries(result["scores"], len(args["test_xs"]), "scores"):
+            plains(row, None, "scores")
+        return None
+    return None
+
+
+SET_SHAPES: dict[str, Callable[[dict, object], None]] = {
+    "sa_unbroadcast": _sa_unbroadcast,
+    "sa_closure": _sa_closure,
+    "sa_backward": _sa_backward,
+    "sg_softmax": _sg_softmax,
+    "sg_cross_entropy": _sg_cross_entropy,
+    "sg_grad_check": _sg_grad_check,
+    "sg_overrides": _sg_overrides,
+    "st_optimizer": _st_optimizer,
+    "st_fit": _st_fit,
+    "st_cross_entropy": _st_cross_entropy,
+    "st_accuracy": _st_accuracy,
+    "st_iris": _st_iris,
+}

@@ -1,0 +1,776 @@
+"""08_set_training (problem set 2, training for real): the hidden tests pass correct work,
+written any way, and catch the classic slips, each in the cell that grades the broken
+exercise and only there. The set is graded on the course's engine; in these tests the
+engine cell loads the solved lessons (``engine("mine", ...)`` in source/).
+
+The demonstration cells (tagged ``demo``) are skipped by grading and by
+``failing_cells``; the solution runs them too (test_solution_passes_every_check).
+"""
+
+import matplotlib
+import nbformat
+import pytest
+from helpers import (
+    NOTEBOOKS,
+    SOURCE,
+    assert_blank_fails_each,
+    assert_fails_exactly,
+    failing_cells,
+    grade_class,
+    is_demo,
+    mutate,
+    read,
+    run_cells,
+    verdict_of,
+)
+
+from autograder.verdicts import answers
+
+matplotlib.use("Agg")  # the notebook draws figures; no window while testing
+
+A = "08_set_training"
+SGD, ADAM, FIT, DATA, CLASSIFY, IRIS = (
+    "training_test_sgd",
+    "training_test_adam",
+    "training_test_fit",
+    "training_test_data",
+    "training_test_classify",
+    "training_test_iris",
+)
+EXERCISES = {SGD, ADAM, FIT, DATA, CLASSIFY, IRIS}
+
+SGD_INIT = """\
+    def __init__(self, params, lr, momentum=0.0):
+        ### BEGIN SOLUTION
+        self.params = list(params)
+        self.lr = lr
+        self.momentum = momentum
+        self.velocity = [0.0 for _ in self.params]
+"""
+SGD_UPDATE = """\
+            self.velocity[i] = self.momentum * self.velocity[i] + p.grad
+            p.data -= self.lr * self.velocity[i]
+"""
+ADAM_STEP = """\
+        self.t += 1
+        for i, p in enumerate(self.params):
+            g = p.grad
+            self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * g
+            self.v[i] = self.beta2 * self.v[i] + (1 - self.beta2) * g**2
+            m_hat = self.m[i] / (1 - self.beta1**self.t)
+            v_hat = self.v[i] / (1 - self.beta2**self.t)
+            p.data -= self.lr * m_hat / (math.sqrt(v_hat) + self.eps)
+"""
+ZERO_GRAD = """\
+        ### END SOLUTION
+
+    def zero_grad(self):
+        \"\"\"Set every parameter's grad to 0.0.\"\"\"
+        ### BEGIN SOLUTION
+"""
+FIT_LOOP = """\
+    for _ in range(steps):
+        preds = [model(x) for x in xs]
+        loss = loss_fn(preds, ys)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.data)
+"""
+SPLIT = """\
+    test = set()
+    for c in sorted(set(ys)):
+        members = [i for i, label in enumerate(ys) if label == c]
+        test.update(rng.sample(members, round(test_fraction * len(members))))
+"""
+CE = """\
+    total = 0.0
+    for z, label in zip(logits, labels):
+        top = max(v.data for v in z)
+        log_sum = sum((v - top).exp() for v in z).log() + top
+        total = total + log_sum - z[label]
+    return total / len(logits)
+"""
+RECIPE = """\
+    model = MLP(4, [8, 3])
+    optimizer = Adam(model.parameters(), lr=0.05)
+    steps = 100
+"""
+
+# (description, old text, new text, the test cells that must fail)
+BUGS = [
+    # ---- SGD
+    (
+        "SGD ignores momentum",
+        "self.velocity[i] = self.momentum * self.velocity[i] + p.grad",
+        "self.velocity[i] = p.grad",
+        {SGD},
+    ),
+    (
+        "SGD climbs the gradient",
+        "p.data -= self.lr * self.velocity[i]",
+        "p.data += self.lr * self.velocity[i]",
+        {SGD},
+    ),
+    (
+        "SGD steps with the old velocity",
+        SGD_UPDATE,
+        "            p.data -= self.lr * self.velocity[i]\n"
+        "            self.velocity[i] = self.momentum * self.velocity[i] + p.grad\n",
+        {SGD},
+    ),
+    (
+        "SGD averages the gradient",
+        "self.momentum * self.velocity[i] + p.grad",
+        "self.momentum * self.velocity[i] + (1 - self.momentum) * p.grad",
+        {SGD},
+    ),
+    (
+        "SGD applies lr twice",
+        "self.momentum * self.velocity[i] + p.grad",
+        "self.momentum * self.velocity[i] + self.lr * p.grad",
+        {SGD},
+    ),
+    (
+        "SGD subtracts the momentum",
+        "self.momentum * self.velocity[i] + p.grad",
+        "p.grad - self.momentum * self.velocity[i]",
+        {SGD},
+    ),
+    (
+        "SGD mixes the two formulations",
+        SGD_UPDATE,
+        "            self.velocity[i] = self.momentum * self.velocity[i] - self.lr * p.grad\n"
+        "            p.data -= self.velocity[i]\n",
+        {SGD},
+    ),
+    (
+        "SGD.zero_grad does nothing",
+        SGD_UPDATE + ZERO_GRAD + "        for p in self.params:\n            p.grad = 0.0\n",
+        SGD_UPDATE + ZERO_GRAD + "        pass\n",
+        {SGD},
+    ),
+    (
+        "SGD keeps its velocities on the class",
+        "        self.velocity = [0.0 for _ in self.params]\n",
+        "        SGD.velocity = [0.0 for _ in self.params]\n",
+        {SGD},
+    ),
+    (
+        "SGD velocities in a shared default argument",
+        SGD_INIT,
+        SGD_INIT.replace("momentum=0.0):", "momentum=0.0, velocity=[]):").replace(
+            "self.velocity = [0.0 for _ in self.params]",
+            "velocity.extend(0.0 for _ in self.params)\n        self.velocity = velocity",
+        ),
+        {SGD},
+    ),
+    # ---- Adam
+    (
+        "Adam without bias correction",
+        "            m_hat = self.m[i] / (1 - self.beta1**self.t)\n"
+        "            v_hat = self.v[i] / (1 - self.beta2**self.t)\n",
+        "            m_hat = self.m[i]\n            v_hat = self.v[i]\n",
+        {ADAM},
+    ),
+    (
+        "Adam corrects m only",
+        "v_hat = self.v[i] / (1 - self.beta2**self.t)",
+        "v_hat = self.v[i]",
+        {ADAM},
+    ),
+    (
+        "Adam's t never grows",
+        "        self.t += 1\n        for i, p",
+        "        self.t = 1\n        for i, p",
+        {ADAM},
+    ),
+    (
+        "Adam counts t per parameter",
+        "        self.t += 1\n        for i, p in enumerate(self.params):\n"
+        "            g = p.grad\n",
+        "        for i, p in enumerate(self.params):\n            self.t += 1\n"
+        "            g = p.grad\n",
+        {ADAM},
+    ),
+    (
+        "Adam's t starts at 0",
+        "        self.t += 1\n        for i, p",
+        "        for i, p",
+        {ADAM},
+    ),
+    (
+        "Adam swaps the betas",
+        "        self.beta1, self.beta2 = betas\n",
+        "        self.beta2, self.beta1 = betas\n",
+        {ADAM},
+    ),
+    (
+        "Adam averages g, not g squared",
+        "(1 - self.beta2) * g**2",
+        "(1 - self.beta2) * g",
+        {ADAM},
+    ),
+    ("Adam without eps", "(math.sqrt(v_hat) + self.eps)", "math.sqrt(v_hat)", {ADAM}),
+    ("Adam without the square root", "(math.sqrt(v_hat) + self.eps)", "(v_hat + self.eps)", {ADAM}),
+    (
+        "Adam climbs the gradient",
+        "p.data -= self.lr * m_hat",
+        "p.data += self.lr * m_hat",
+        {ADAM},
+    ),
+    (
+        "Adam.zero_grad does nothing",
+        ADAM_STEP + ZERO_GRAD + "        for p in self.params:\n            p.grad = 0.0\n",
+        ADAM_STEP + ZERO_GRAD + "        pass\n",
+        {ADAM},
+    ),
+    # ---- sse_loss and fit
+    (
+        "sse_loss takes the mean",
+        "return sum((p - t) ** 2 for p, t in zip(preds, targets))",
+        "return sum((p - t) ** 2 for p, t in zip(preds, targets)) / len(preds)",
+        {FIT},
+    ),
+    (
+        "sse_loss without the square",
+        "return sum((p - t) ** 2 for p, t in zip(preds, targets))",
+        "return sum((p - t) for p, t in zip(preds, targets))",
+        {FIT},
+    ),
+    (
+        "fit without zero_grad",
+        "        optimizer.zero_grad()\n        loss.backward()",
+        "        loss.backward()",
+        {FIT},
+    ),
+    (
+        "fit zeroes the gradients after backward",
+        "        optimizer.zero_grad()\n        loss.backward()\n",
+        "        loss.backward()\n        optimizer.zero_grad()\n",
+        {FIT},
+    ),
+    ("fit keeps Values", "losses.append(loss.data)", "losses.append(loss)", {FIT}),
+    (
+        "fit records the loss after the update",
+        "        losses.append(loss.data)\n",
+        "        losses.append(loss_fn([model(x) for x in xs], ys).data)\n",
+        {FIT},
+    ),
+    (
+        "fit takes one step too few",
+        "for _ in range(steps):\n        preds",
+        "for _ in range(steps - 1):\n        preds",
+        {FIT},
+    ),
+    (
+        "fit leaves out the last sample",
+        "preds = [model(x) for x in xs]\n        loss = loss_fn(preds, ys)",
+        "preds = [model(x) for x in xs[:-1]]\n        loss = loss_fn(preds, ys[:-1])",
+        {FIT},
+    ),
+    # ---- data
+    (
+        "split truncates with int()",
+        "round(test_fraction * len(members))",
+        "int(test_fraction * len(members))",
+        {DATA},
+    ),
+    (
+        "split is not stratified",
+        SPLIT,
+        "    order = list(range(len(xs)))\n    rng.shuffle(order)\n"
+        "    test = set(order[: round(test_fraction * len(xs))])\n",
+        {DATA},
+    ),
+    (
+        "split ignores the seed",
+        "test.update(rng.sample(members,",
+        "test.update(random.sample(members,",
+        {DATA},
+    ),
+    (
+        "split takes the first of each class",
+        "test.update(rng.sample(members, round(test_fraction * len(members))))",
+        "test.update(members[: round(test_fraction * len(members))])",
+        {DATA},
+    ),
+    (
+        "split returns test first",
+        "        [xs[i] for i in train_idx],\n        [ys[i] for i in train_idx],\n"
+        "        [xs[i] for i in test_idx],\n        [ys[i] for i in test_idx],\n",
+        "        [xs[i] for i in test_idx],\n        [ys[i] for i in test_idx],\n"
+        "        [xs[i] for i in train_idx],\n        [ys[i] for i in train_idx],\n",
+        {DATA},
+    ),
+    (
+        "split shuffles the labels apart from the points",
+        "        [ys[i] for i in test_idx],\n    )",
+        "        sorted(ys[i] for i in test_idx),\n    )",
+        {DATA},
+    ),
+    (
+        "std over n - 1",
+        "std = math.sqrt(sum((v - m) ** 2 for v in column) / n)",
+        "std = math.sqrt(sum((v - m) ** 2 for v in column) / (n - 1))",
+        {DATA},
+    ),
+    (
+        "variance instead of std",
+        "std = math.sqrt(sum((v - m) ** 2 for v in column) / n)",
+        "std = sum((v - m) ** 2 for v in column) / n",
+        {DATA},
+    ),
+    (
+        "a constant feature keeps std 0",
+        "stds.append(std if std > 0 else 1.0)",
+        "stds.append(std)",
+        {DATA},
+    ),
+    (
+        "standardize in place",
+        "    return [[(v - m) / s for v, m, s in zip(x, means, stds)] for x in xs]\n",
+        "    for x in xs:\n        for j in range(len(x)):\n"
+        "            x[j] = (x[j] - means[j]) / stds[j]\n    return xs\n",
+        {DATA},
+    ),
+    (
+        "standardize multiplies by the std",
+        "(v - m) / s for v, m, s",
+        "(v - m) * s for v, m, s",
+        {DATA},
+    ),
+    # ---- classify
+    (
+        "cross-entropy without the shift",
+        CE,
+        "    total = 0.0\n    for z, label in zip(logits, labels):\n"
+        "        total = total + sum(v.exp() for v in z).log() - z[label]\n"
+        "    return total / len(logits)\n",
+        {CLASSIFY},
+    ),
+    (
+        "cross-entropy without the mean",
+        "    return total / len(logits)\n",
+        "    return total\n",
+        {CLASSIFY},
+    ),
+    (
+        "cross-entropy forgets to add the shift back",
+        "log_sum = sum((v - top).exp() for v in z).log() + top",
+        "log_sum = sum((v - top).exp() for v in z).log()",
+        {CLASSIFY},
+    ),
+    (
+        "cross-entropy adds the label's score",
+        "log_sum - z[label]",
+        "log_sum + z[label]",
+        {CLASSIFY},
+    ),
+    ("accuracy counts", "    return right / len(xs)\n", "    return right\n", {CLASSIFY}),
+    (
+        "accuracy takes the smallest score",
+        "right += scores.index(max(scores))",
+        "right += scores.index(min(scores))",
+        {CLASSIFY},
+    ),
+    # ---- the recipe
+    ("recipe over the step budget", "steps = 100", "steps = 500", {IRIS}),
+    ("recipe over the parameter budget", "MLP(4, [8, 3])", "MLP(4, [16, 16, 3])", {IRIS}),
+    ("recipe with one output", "MLP(4, [8, 3])", "MLP(4, [8, 1])", {IRIS}),
+    ("recipe with too few steps", "steps = 100", "steps = 2", {IRIS}),
+    (
+        "recipe with a huge learning rate",
+        "optimizer = Adam(model.parameters(), lr=0.05)",
+        "optimizer = SGD(model.parameters(), lr=50.0)",
+        {IRIS},
+    ),
+    (
+        "recipe in the wrong order",
+        "    return model, optimizer, steps",
+        "    return model, steps, optimizer",
+        {IRIS},
+    ),
+]
+# Correct, but not written the way the solution is: every one must keep full marks.
+VARIANTS = [
+    (
+        "SGD: v = mu*v - lr*g, p += v",
+        SGD_UPDATE,
+        "            self.velocity[i] = self.momentum * self.velocity[i] - self.lr * p.grad\n"
+        "            p.data += self.velocity[i]\n",
+    ),
+    (
+        "SGD: v = mu*v - g, p += lr*v",
+        SGD_UPDATE,
+        "            self.velocity[i] = self.momentum * self.velocity[i] - p.grad\n"
+        "            p.data = p.data + self.lr * self.velocity[i]\n",
+    ),
+    (
+        "SGD: the caller's list kept",
+        "        self.params = list(params)\n        self.lr = lr\n        self.momentum",
+        "        self.params = params\n        self.lr = lr\n        self.momentum",
+    ),
+    (
+        "SGD: velocities in a dict, zipped loop",
+        "        for i, p in enumerate(self.params):\n" + SGD_UPDATE,
+        "        for p in self.params:\n"
+        "            v = self.momentum * self.state.get(id(p), 0.0) + p.grad\n"
+        "            self.state[id(p)] = v\n"
+        "            p.data = p.data - self.lr * v\n",
+    ),
+    (
+        "Adam: the paper's efficient form",
+        "            m_hat = self.m[i] / (1 - self.beta1**self.t)\n"
+        "            v_hat = self.v[i] / (1 - self.beta2**self.t)\n"
+        "            p.data -= self.lr * m_hat / (math.sqrt(v_hat) + self.eps)\n",
+        "            rate = self.lr * math.sqrt(1 - self.beta2**self.t)\n"
+        "            rate /= 1 - self.beta1**self.t\n"
+        "            p.data -= rate * self.m[i] / (math.sqrt(self.v[i]) + self.eps)\n",
+    ),
+    (
+        "Adam: eps inside the square root",
+        "(math.sqrt(v_hat) + self.eps)",
+        "math.sqrt(v_hat + self.eps)",
+    ),
+    (
+        "Adam: state by parameter, t counted before the loop, g * g",
+        ADAM_STEP,
+        "        self.t = self.t + 1\n"
+        "        b1, b2 = self.beta1, self.beta2\n"
+        "        for k in range(len(self.params)):\n"
+        "            p = self.params[k]\n"
+        "            self.m[k] = b1 * self.m[k] + (1 - b1) * p.grad\n"
+        "            self.v[k] = b2 * self.v[k] + (1 - b2) * p.grad * p.grad\n"
+        "            denom = (self.v[k] / (1 - b2**self.t)) ** 0.5 + self.eps\n"
+        "            p.data = p.data - self.lr * self.m[k] / (1 - b1**self.t) / denom\n",
+    ),
+    (
+        "sse_loss with a loop, target minus prediction",
+        "    return sum((p - t) ** 2 for p, t in zip(preds, targets))\n",
+        "    total = 0\n    for p, t in zip(preds, targets):\n"
+        "        total = total + (t - p) * (t - p)\n    return total\n",
+    ),
+    (
+        "fit: model.zero_grad, zero after the step",
+        FIT_LOOP,
+        "    model.zero_grad()\n"
+        "    for k in range(steps):\n"
+        "        loss = loss_fn([model(x) for x in xs], ys)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        model.zero_grad()\n"
+        "        losses.append(float(loss.data))\n",
+    ),
+    (
+        "fit: a while loop",
+        FIT_LOOP,
+        "    k = 0\n    while k < steps:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = loss_fn(list(map(model, xs)), ys)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        losses += [loss.data]\n"
+        "        k += 1\n",
+    ),
+    (
+        "split: shuffle each class, returned as lists",
+        SPLIT,
+        "    test = set()\n"
+        "    for c in set(ys):\n"
+        "        members = [i for i in range(len(ys)) if ys[i] == c]\n"
+        "        rng.shuffle(members)\n"
+        "        test |= set(members[: round(len(members) * test_fraction)])\n",
+    ),
+    (
+        "split: in random order",
+        "    train_idx = [i for i in range(len(xs)) if i not in test]\n"
+        "    test_idx = sorted(test)\n",
+        "    train_idx = [i for i in range(len(xs)) if i not in test]\n    test_idx = list(test)\n"
+        "    rng.shuffle(train_idx)\n    rng.shuffle(test_idx)\n",
+    ),
+    (
+        "standardize with numpy, back to lists",
+        "    n = len(xs)\n    means = [sum(column) / n for column in zip(*xs)]\n",
+        "    import numpy as np\n\n"
+        "    n = len(xs)\n    means = np.array(xs).mean(axis=0).tolist()\n",
+    ),
+    (
+        "fit_standardizer: a tolerance for a constant feature",
+        "stds.append(std if std > 0 else 1.0)",
+        "stds.append(1.0 if std < 1e-12 else std)",
+    ),
+    (
+        "cross-entropy: the shift as a Value, multiplied by 1/n",
+        CE,
+        "    losses = []\n"
+        "    for z, label in zip(logits, labels):\n"
+        "        top = max(z, key=lambda v: v.data)\n"
+        "        shifted = [v - top for v in z]\n"
+        "        losses.append(sum(s.exp() for s in shifted).log() - shifted[label])\n"
+        "    return sum(losses) * (1.0 / len(losses))\n",
+    ),
+    (
+        "accuracy with a comprehension",
+        "    right = 0\n    for x, label in zip(xs, labels):\n"
+        "        scores = [s.data for s in model(x)]\n"
+        "        right += scores.index(max(scores)) == label\n    return right / len(xs)\n",
+        "    hits = [max(range(len(out)), key=lambda c: out[c].data) == label\n"
+        "            for out, label in ((model(x), label) for x, label in zip(xs, labels))]\n"
+        "    return sum(hits) / len(hits)\n",
+    ),
+    (
+        "recipe: SGD with momentum",
+        RECIPE,
+        "    model = MLP(4, [6, 3])\n"
+        "    optimizer = SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+        "    steps = 150\n",
+    ),
+    (
+        "recipe: a linear model",
+        RECIPE,
+        "    model = MLP(4, [3])\n"
+        "    optimizer = Adam(model.parameters(), lr=0.1)\n    steps = 80\n",
+    ),
+]
+
+
+# Mutants of the solutions (tests/test_mutants.py) that no test can tell from it.
+EQUIVALENT_MUTANTS = {
+    "training_adam line 25: Add -> Sub": "sqrt(v_hat) - eps: eps (1e-8) only keeps 0/0 away, "
+    "and a test where its sign shows would need gradients near 1e-8, where correct ways "
+    "of placing eps (the paper's efficient form, eps under the root) differ as much",
+    "training_iris line 6: 8 + 1": "a recipe's hyperparameters: MLP(4, [9, 3]) passes too",
+    "training_iris line 7: 0.05 + 1": "a recipe's hyperparameters: Adam with lr 1.05 passes too",
+    "training_iris line 8: 100 + 1": "a recipe's hyperparameters: 101 steps pass too",
+}
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return read(SOURCE, A)
+
+
+def failures(nb) -> dict[str, list[str]]:
+    """{grade id of failed cell: its message as a student sees it, line by line}."""
+    return {cell: message.splitlines() for cell, message in failing_cells(nb, A).items()}
+
+
+def test_solution_passes_every_check(solution):
+    assert failing_cells(solution, A) == {}
+    assert failing_cells(solution, A, visible=True) == {}
+    run_cells(solution, A)  # the demonstrations too
+
+
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+def test_hidden_tests_catch_bug(solution, name, old, new, cells):
+    assert_fails_exactly(mutate(solution, old, new), A, cells)
+
+
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_hidden_tests_accept_correct_variant(solution, name, old, new):
+    nb = mutate(solution, old, new)
+    if "self.state" in new:  # the dict of velocities is made in __init__
+        nb = mutate(nb, "self.velocity = [0.0 for _ in self.params]", "self.state = {}")
+    assert failures(nb) == {}
+
+
+def bug(name: str) -> tuple[str, str]:
+    (found,) = [b for b in BUGS if b[0] == name]
+    return found[1], found[2]
+
+
+def graded_only(nb):
+    """The notebook without its demonstrations (grading skips them too)."""
+    nb = nbformat.from_dict(nb)
+    nb.cells = [c for c in nb.cells if not is_demo(c)]
+    return nb
+
+
+def hidden_message(nb, cell: str) -> str:
+    result = verdict_of(run_cells(graded_only(nb), A, tests=False), A, cell)
+    assert not result.passed
+    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
+    return result.message
+
+
+MESSAGES = [
+    ("SGD ignores momentum", SGD, "momentum is ignored"),
+    ("SGD climbs the gradient", SGD, "climb the gradient"),
+    ("SGD mixes the two formulations", SGD, "climb the gradient"),
+    ("SGD steps with the old velocity", SGD, "velocity from before this step"),
+    ("SGD averages the gradient", SGD, "(1 - mu) * grad"),
+    ("SGD applies lr twice", SGD, "lr is applied twice"),
+    ("SGD subtracts the momentum", SGD, "wrong sign"),
+    ("SGD.zero_grad does nothing", SGD, "grads pile up"),
+    ("SGD keeps its velocities on the class", SGD, "share their state"),
+    ("Adam without bias correction", ADAM, "no bias correction"),
+    ("Adam corrects m only", ADAM, "v is not bias-corrected"),
+    ("Adam's t never grows", ADAM, "t never grows"),
+    ("Adam counts t per parameter", ADAM, "once per step()"),
+    ("Adam's t starts at 0", ADAM, "t counts from 1"),
+    ("Adam averages g, not g squared", ADAM, "not of grad"),
+    ("Adam swaps the betas", ADAM, "betas are swapped"),
+    ("Adam without eps", ADAM, "add eps to the denominator"),
+    ("fit zeroes the gradients after backward", FIT, "not after"),
+    ("Adam without the square root", ADAM, "sqrt(v_hat) + eps"),
+    ("Adam.zero_grad does nothing", ADAM, "grads pile up"),
+    ("sse_loss takes the mean", FIT, "that is the mean"),
+    ("fit without zero_grad", FIT, "pile up"),
+    ("fit keeps Values", FIT, "append loss.data"),
+    ("fit records the loss after the update", FIT, "once per step expected"),
+    ("fit takes one step too few", FIT, "losses, got 9 of them"),
+    ("fit leaves out the last sample", FIT, "one per sample expected"),
+    ("split truncates with int()", DATA, "use round, not int"),
+    ("split is not stratified", DATA, "from each class separately"),
+    ("split ignores the seed", DATA, "random.Random(seed)"),
+    ("split takes the first of each class", DATA, "shuffle with the seed"),
+    ("split returns test first", DATA, "return train first"),
+    ("split shuffles the labels apart from the points", DATA, "keep (x, y) together"),
+    ("std over n - 1", DATA, "divides by n - 1"),
+    ("variance instead of std", DATA, "take the square root"),
+    ("a constant feature keeps std 0", DATA, "give 1.0 instead"),
+    ("standardize in place", DATA, "changed xs"),
+    ("cross-entropy without the shift", CLASSIFY, "subtract the largest score"),
+    ("cross-entropy without the mean", CLASSIFY, "take the mean"),
+    ("accuracy counts", CLASSIFY, "that is the count"),
+    ("accuracy takes the smallest score", CLASSIFY, "the largest score"),
+    ("recipe over the step budget", IRIS, "from 1 to 200, got 500"),
+    ("recipe over the parameter budget", IRIS, "403 parameters; at most 100"),
+    ("recipe with one output", IRIS, "a list of 3 scores"),
+    ("recipe with too few steps", IRIS, "the loss hardly fell"),
+    ("recipe with a huge learning rate", IRIS, "at least 39 needed"),
+]
+
+
+@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+def test_hidden_messages_say_what_is_wrong(solution, name, cell, words):
+    message = hidden_message(mutate(solution, *bug(name)), cell)
+    assert words in " ".join(message.split()), message
+
+
+def test_blank_notebook_fails_each_check_with_one_line():
+    assert_blank_fails_each(A, EXERCISES)
+
+
+def test_the_iris_file_is_released_with_the_notebook():
+    """iris.csv: 150 flowers, 50 of each species, with a header, beside both notebooks."""
+    for folder in (SOURCE, NOTEBOOKS):
+        lines = (folder / A / "iris.csv").read_text().splitlines()
+        assert lines[0] == "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,species"
+        species = [line.rsplit(",", 1)[1] for line in lines[1:]]
+        assert {s: species.count(s) for s in set(species)} == {
+            "setosa": 50,
+            "versicolor": 50,
+            "virginica": 50,
+        }
+
+
+# ---- the new operations' answers: a wrong shape is refused ----------------------------------
+
+OPTIMIZER_ARGS = {
+    "runs": [{"kwargs": {}, "mode": "set", "groups": [{"data": [1.0, 2.0], "grads": [[0.1, 0.2]]}]}]
+}
+IRIS_ARGS = {"test_xs": [[0.0] * 4] * 2, "max_steps": 200, "max_params": 100}
+
+
+@pytest.mark.parametrize(
+    "op, args, good, bad",
+    [
+        (
+            "st_optimizer",
+            OPTIMIZER_ARGS,
+            [{"trajectory": [[[0.9, 1.8]]], "zeroed": [[0.0, 0.0]]}],
+            [{"trajectory": [[[0.9]]], "zeroed": [[0.0, 0.0]]}],
+        ),
+        (
+            "st_optimizer",
+            OPTIMIZER_ARGS,
+            [{"trajectory": [[[0.9, 1.8]]], "zeroed": [[0.0, 0.0]]}],
+            [{"trajectory": [[]], "zeroed": [[0.0, 0.0]]}],
+        ),
+        (
+            "st_fit",
+            {"runs": [{"weights": [0.1, 0.2]}]},
+            [
+                {
+                    "returned": [1.0],
+                    "params": [0.1, 0.2],
+                    "steps": 1,
+                    "zeroed": 1,
+                    "loss_calls": 1,
+                    "sizes": [4],
+                }
+            ],
+            [
+                {
+                    "returned": [1.0],
+                    "params": [0.1],
+                    "steps": 1,
+                    "zeroed": 1,
+                    "loss_calls": 1,
+                    "sizes": [4],
+                }
+            ],
+        ),
+        (
+            "st_cross_entropy",
+            {"cases": [{"logits": [[1.0, 2.0]], "labels": [0]}]},
+            [{"data": 1.3, "is_value": True, "grads": [[-0.7, 0.7]]}],
+            [{"data": 1.3, "is_value": True, "grads": [[-0.7]]}],
+        ),
+        (
+            "st_accuracy",
+            {"cases": [{"scores": [[1.0, 0.0]], "labels": [0]}]},
+            [{"result": 1.0}],
+            [],
+        ),
+        (
+            "st_iris",
+            IRIS_ARGS,
+            {"steps": 3, "params": 67, "losses": [1.0, 0.9, 0.8], "scores": [[1.0, 0, 0]] * 2},
+            {"steps": 3, "params": 67, "losses": [1.0, 0.9], "scores": [[1.0, 0, 0]] * 2},
+        ),
+        (
+            "st_iris",
+            IRIS_ARGS,
+            {"steps": 500, "params": 67},
+            {"steps": 5, "params": 67},  # within the budget, yet not trained
+        ),
+    ],
+)
+def test_answers_of_the_wrong_shape_are_refused(op, args, good, bad):
+    assert answers.problem(op, args, good) is None
+    assert answers.problem(op, args, bad) is not None
+
+
+@pytest.mark.slow
+def test_nbgrader_grades_08_set_training(tmp_path):
+    """Real nbgrader: full marks, nothing for the blank release, and a slip in Adam costs
+    only Adam's points (the Iris recipe, which uses Adam, is graded on the course's)."""
+    solution = read(SOURCE, A)
+    (variant,) = [v for v in VARIANTS if v[0] == "SGD: v = mu*v - lr*g, p += v"]
+    scores, full = grade_class(
+        tmp_path,
+        A,
+        {
+            "no_correction": mutate(solution, *bug("Adam without bias correction")),
+            "other_momentum": mutate(solution, *variant[1:3]),
+        },
+    )
+    assert sum(full.values()) == 17
+    assert scores["other_momentum"] == full
+    assert scores["no_correction"] == {**full, ADAM: 0.0}
+    # nbgrader put iris.csv beside the graded notebook, where the grading kernel read it
+    graded = tmp_path / "autograded" / "perfect" / A
+    assert (graded / "iris.csv").read_bytes() == (SOURCE / A / "iris.csv").read_bytes()
+    nb = nbformat.read(graded / "training.ipynb", as_version=4)
+    outputs = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): "".join(
+            o.get("text", "") for o in c.outputs if o.output_type == "stream"
+        )
+        for c in nb.cells
+        if c.cell_type == "code"
+    }
+    assert outputs["training_iris_data"].startswith("150 flowers"), outputs["training_iris_data"]
+    assert "✓ train_test_split" in outputs[DATA], outputs[DATA]
