@@ -25,6 +25,9 @@ ASSIGNMENTS = [
     "04_checkpoint_engine",
     "05_mlp",
     "06_checkpoint_mlp",
+    "07_set_gradients",
+    "08_set_training",
+    "09_set_arrays",
 ]
 LESSON_TESTS = {
     "01_value": "test_01_value",
@@ -33,6 +36,9 @@ LESSON_TESTS = {
     "05_mlp": "test_05_mlp",
     "04_checkpoint_engine": "test_quizzes",
     "06_checkpoint_mlp": "test_quizzes",
+    "07_set_gradients": "test_07_set_gradients",
+    "08_set_training": "test_08_set_training",
+    "09_set_arrays": "test_09_set_arrays",
 }
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SWAPS = {

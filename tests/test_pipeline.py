@@ -41,7 +41,11 @@ def test_assignment_folder_holds_only_what_students_need(assignment):
     names = sorted(p.name for p in (SOURCE / assignment).iterdir() if p.name != "__pycache__")
     notebooks = [n for n in names if n.endswith(".ipynb")]
     assert len(notebooks) == 1, names
-    assert sorted(set(names) - set(notebooks)) == ["coursekit.py"], names
+    data = sorted(set(names) - set(notebooks) - {"coursekit.py"})
+    assert "coursekit.py" in names and all(n.endswith(".csv") for n in data), names
+    text = (SOURCE / assignment / notebooks[0]).read_text()
+    for name in data:  # a data set students load: the notebook names it and its licence
+        assert f"`{name}`" in text and "licence" in text, f"{assignment}/{name}"
     link = SOURCE / assignment / "coursekit.py"
     assert link.is_symlink() and link.resolve() == (SOURCE / ".shared" / "coursekit.py")
 
