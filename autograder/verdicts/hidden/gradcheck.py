@@ -132,22 +132,35 @@ def _uses_h(x0: float, results: list[dict]) -> None:
 # ---- exercise 5: grad_check -----------------------------------------------------------------
 
 
-def _lambda(program: Program, leak: tuple[int, int] | None = None) -> str:
+def lambda_text(program: Program, leak: tuple[int, int] | None = None) -> str:
     """The program as a lambda over x0, x1...; ``leak = (step, position)`` passes that
-    operand as plain(...), a number, so backward() misses a path."""
+    operand as plain(...), a number, so backward() misses a path. A function such as
+    ``tanh`` is written as a call of that name."""
     names = [f"x{i}" for i in range(program.n_leaves)]
-    symbols = {"+": "+", "-": "-", "*": "*", "/": "/"}
     for i, step in enumerate(program.steps):
         args = [f"({names[a]})" if step.is_node(p) else repr(a) for p, a in enumerate(step.args)]
         if leak is not None and leak[0] == i:
             args[leak[1]] = f"plain{args[leak[1]]}"
-        if step.op in symbols:
-            names.append(f"{args[0]} {symbols[step.op]} {args[1]}")
+        if step.op in ("+", "-", "*", "/"):
+            names.append(f"{args[0]} {step.op} {args[1]}")
         elif step.op == "**":
             names.append(f"{args[0]}**{args[1]}")
-        else:
+        elif step.op == "neg":
             names.append(f"-{args[0]}")
+        else:
+            names.append(f"{step.op}{args[0]}")
     return f"lambda {', '.join(f'x{i}' for i in range(program.n_leaves))}: {names[-1]}"
+
+
+def leak_spots(program: Program) -> list[tuple[int, int]]:
+    """(step, position) of every node operand of a two-input step: where passing the
+    operand as a number makes backward() miss a path."""
+    return [
+        (i, p)
+        for i, s in enumerate(program.steps)
+        for p in range(len(s.args))
+        if s.is_node(p) and len(s.inputs()) == 2
+    ]
 
 
 def _steady(source: str, xs: list[float], exact: list[float]) -> bool:
@@ -179,23 +192,18 @@ def grad_check_cases(rng: random.Random, count: int) -> list[tuple[str, list[flo
             n_steps=rng.choice((2, 3, 4, 5)),
             numbers="both",
         )
-        source = _lambda(program)
+        source = lambda_text(program)
         exact = truth(source, leaves)
         if not _steady(source, leaves, exact):
             continue
         if len(cases) % 2 == 0:
             cases.append((source, leaves, short(program.text(), 84), 0.0))
             continue
-        spots = [
-            (i, p)
-            for i, s in enumerate(program.steps)
-            for p in range(len(s.args))
-            if s.is_node(p) and len(s.inputs()) == 2
-        ]
+        spots = leak_spots(program)
         if not spots:
             continue
         i, p = rng.choice(spots)
-        leaky = _lambda(program, (i, p))
+        leaky = lambda_text(program, (i, p))
         engine = truth(leaky, leaves)
         expected = max(abs(a - b) for a, b in zip(engine, exact))
         if expected < 0.05:

@@ -33,6 +33,7 @@ from .common import (
     random_program,
     ref,
 )
+from .gradcheck import lambda_text, leak_spots
 
 TINY = 1e-12
 ref_buggy = importlib.import_module(f"{ref.__name__}.buggy")  # the set's faulty engine
@@ -45,25 +46,6 @@ def rel(a: float, b: float) -> float:
 
 
 # ---- functions as text -------------------------------------------------------------------
-
-
-def lambda_text(program, leak: tuple[int, int] | None = None) -> str:
-    """The program as a lambda over x0, x1...; ``leak = (step, position)`` passes that
-    operand as plain(...), a number, so backward() misses a path."""
-    names = [f"x{i}" for i in range(program.n_leaves)]
-    for i, step in enumerate(program.steps):
-        args = [f"({names[a]})" if step.is_node(p) else repr(a) for p, a in enumerate(step.args)]
-        if leak is not None and leak[0] == i:
-            args[leak[1]] = f"plain{args[leak[1]]}"
-        if step.op in ("+", "-", "*", "/"):
-            names.append(f"{args[0]} {step.op} {args[1]}")
-        elif step.op == "**":
-            names.append(f"{args[0]}**{args[1]}")
-        elif step.op == "neg":
-            names.append(f"-{args[0]}")
-        else:
-            names.append(f"{step.op}{args[0]}")
-    return f"lambda {', '.join(f'x{i}' for i in range(program.n_leaves))}: {names[-1]}"
 
 
 def make(source: str) -> Callable:
@@ -143,12 +125,7 @@ def leaky_case(rng: random.Random) -> tuple[str, list[float], str, float]:
         program, leaves = random_program(
             rng, OPS, n_leaves=rng.choice((1, 2, 3)), n_steps=rng.choice((2, 3, 4))
         )
-        spots = [
-            (i, p)
-            for i, s in enumerate(program.steps)
-            for p in range(len(s.args))
-            if s.is_node(p) and len(s.inputs()) == 2
-        ]
+        spots = leak_spots(program)
         if not spots:
             continue
         i, p = rng.choice(spots)
