@@ -631,8 +631,8 @@ MESSAGES = [
     ("variance instead of std", DATA, "take the square root"),
     ("a constant feature keeps std 0", DATA, "give 1.0 instead"),
     ("standardize in place", DATA, "changed xs"),
-    ("cross-entropy without the shift", CLASSIFY, "subtract the largest score"),
-    ("cross-entropy without the mean", CLASSIFY, "take the mean"),
+    ("cross-entropy without the shift", CLASSIFY, "use log-sum-exp"),
+    ("cross-entropy without the mean", CLASSIFY, "the loss is the MEAN over the batch"),
     ("accuracy counts", CLASSIFY, "that is the count"),
     ("accuracy takes the smallest score", CLASSIFY, "the largest score"),
     ("recipe over the step budget", IRIS, "from 1 to 200, got 500"),
@@ -712,12 +712,6 @@ IRIS_ARGS = {"test_xs": [[0.0] * 4] * 2, "max_steps": 200, "max_params": 100}
                     "sizes": [4],
                 }
             ],
-        ),
-        (
-            "st_cross_entropy",
-            {"cases": [{"logits": [[1.0, 2.0]], "labels": [0]}]},
-            [{"data": 1.3, "is_value": True, "grads": [[-0.7, 0.7]]}],
-            [{"data": 1.3, "is_value": True, "grads": [[-0.7]]}],
         ),
         (
             "st_accuracy",

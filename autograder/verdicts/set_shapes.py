@@ -209,25 +209,6 @@ def _st_fit(args: dict, result) -> None:
             _st_count(size, "sizes")
 
 
-def _st_cross_entropy(args: dict, result) -> None:
-    for case, entry in zip(args["cases"], entries(result, len(args["cases"]), "cases")):
-        if entry.get("failed") == "call":
-            failure(entry, {"call"})
-            continue
-        if "failed" in entry:
-            failure(entry, {"backprop"}, {"data", "is_value", "grads"})
-            _need(entry.get("is_value") is True, "a failed backward() without a Value")
-        else:
-            keys(entry, {"data", "is_value"}, {"grads"})
-        plain(entry["data"])
-        _need(isinstance(entry["is_value"], bool), "is_value: not a bool")
-        _need(("grads" in entry) == entry["is_value"], "grads missing or unexpected")
-        if entry["is_value"]:
-            rows = entries(entry["grads"], len(case["logits"]), "rows of grads")
-            for row, logits in zip(rows, case["logits"]):
-                plains(row, len(logits), "grads")
-
-
 def _st_accuracy(args: dict, result) -> None:
     for entry in entries(result, len(args["cases"]), "cases"):
         if not failure(entry, {"call"}):
@@ -278,7 +259,6 @@ SET_SHAPES: dict[str, Callable[[dict, object], None]] = {
     "sg_overrides": _sg_overrides,
     "st_optimizer": _st_optimizer,
     "st_fit": _st_fit,
-    "st_cross_entropy": _st_cross_entropy,
     "st_accuracy": _st_accuracy,
     "st_iris": _st_iris,
 }

@@ -4,8 +4,9 @@
   point with its label, round(fraction * count) of each class in the test set, the same
   split for the same seed and other splits for other seeds, the inputs left alone);
   fit_standardizer and standardize against plain arithmetic, a constant feature too.
-- ``classify``: cross_entropy against refgrad (logits of +-1000 too), and accuracy with
-  a model that answers from the grader's table of scores.
+- ``classify``: cross_entropy is problem set 1's exercise 2 and is checked by its test
+  (sg_softmax.cross_entropy: refgrad, logits of +-1000 too); accuracy with a model that
+  answers from the grader's table of scores.
 - ``iris``: the student's recipe (model, optimizer, steps), trained in the kernel by the
   probe with the course's optimizers and loss on a fresh stratified split of Iris, must
   reach 85% on the held-out flowers (on a second split if the first falls short).
@@ -20,7 +21,8 @@ import math
 import random
 from collections import Counter
 
-from .common import COURSE, Given, Kernel, RefValue, close, fail, num
+from .common import COURSE, Given, Kernel, close, fail, num
+from .sg_softmax import cross_entropy as check_cross_entropy
 
 IRIS = COURSE / "source" / "08_set_training" / "iris.csv"
 OPTIM = (COURSE / "source" / ".reference" / "refgrad" / "optim.py").read_text()
@@ -221,87 +223,11 @@ def _check_fitted(xs: list, got: dict) -> None:
 
 # ---- exercise 5: the classifier's loss and score ----------------------------------------------
 
-LARGE = [
-    ([[1000.0, 0.0, -1000.0]], [2]),
-    ([[-1000.0, -1000.0]], [0]),
-    ([[800.0, 805.0], [0.5, -0.5]], [0, 1]),
-]
-LARGE_HINT = "scores of +-1000 must work: subtract the largest score before exp()"
-
 
 def classify(kernel: Kernel) -> None:
+    """cross_entropy is problem set 1's exercise 2, checked as there; then accuracy."""
     check_cross_entropy(kernel)
     check_accuracy(kernel)
-
-
-def reference_ce(logits: list[list[float]], labels: list[int]):
-    """refgrad's mean cross-entropy, and the logit Values (for their grads)."""
-    rows = [[RefValue(v) for v in row] for row in logits]
-    total = RefValue(0.0)
-    for row, y in zip(rows, labels):
-        top = max(v.data for v in row)
-        lse = sum(((v - top).exp() for v in row), RefValue(0.0)).log() + top
-        total = total + lse - row[y]
-    return total / len(rows), rows
-
-
-def check_cross_entropy(kernel: Kernel) -> None:
-    rng = kernel.rng
-    cases = [{"logits": [[2.0, 1.0, 0.0]], "labels": [0]}]
-    for trial in range(20):
-        batch, classes = 1 + trial % 4, rng.randint(2, 5)
-        cases.append(
-            {
-                "logits": [
-                    [round(rng.uniform(-3, 3), 3) for _ in range(classes)] for _ in range(batch)
-                ],
-                "labels": [rng.randrange(classes) for _ in range(batch)],
-            }
-        )
-    cases += [{"logits": z, "labels": y} for z, y in LARGE]
-    results = kernel.run(
-        "st_cross_entropy",
-        value="Value",
-        function="cross_entropy",
-        cases=cases,
-        what="cross_entropy",
-    )
-    for case, got in zip(cases, results):
-        _check_ce(case, got)
-
-
-def _check_ce(case: dict, got: dict) -> None:
-    logits, labels = case["logits"], case["labels"]
-    text = f"cross_entropy({_rows(logits)}, {labels})"
-    large = max(abs(v) for row in logits for v in row) > 700
-    extra = f"\n({LARGE_HINT})" if large else ""
-    if got.get("failed") == "call":
-        fail(f"{text} raised {got['error']}{extra}")
-    want, rows = reference_ce(logits, labels)
-    if not got["is_value"]:
-        fail(f"{text} should return a Value, got {num(got['data'])}")
-    if not close(got["data"], want.data):
-        hint = extra
-        if not hint and len(labels) > 1 and close(got["data"], want.data * len(labels)):
-            hint = "\n(that is the sum over the batch: take the mean)"
-        fail(f"{text} should be {num(want.data)}, got {num(got['data'])}{hint}")
-    if "failed" in got:
-        fail(f"backward() from {text} raised {got['error']}{extra}")
-    want.backward()
-    for i, (got_row, row) in enumerate(zip(got["grads"], rows)):
-        for j, (g, v) in enumerate(zip(got_row, row)):
-            if not close(g, v.grad):
-                fail(
-                    f"{text}: d(loss)/d(score {j} of sample {i}) should be {num(v.grad)}, "
-                    f"got {num(g)}{extra}"
-                )
-
-
-def _rows(logits: list[list[float]]) -> str:
-    text = (
-        "[" + ", ".join(vec(row, 5) for row in logits[:2]) + (", ...]" if len(logits) > 2 else "]")
-    )
-    return text
 
 
 def check_accuracy(kernel: Kernel) -> None:

@@ -161,29 +161,6 @@ def st_op_fit(ns, value: str, function: str, runs: list[dict]) -> list:
 # ---- the classifier's loss and score --------------------------------------------------------
 
 
-def st_op_cross_entropy(ns, value: str, function: str, cases: list[dict]) -> list:
-    """cross_entropy(logits, labels) on leaf Values (a list of scores per sample): its
-    value, and every score's grad after backward()."""
-    Value, fn = lookup(ns, value), lookup(ns, function)
-    out = []
-    for case in cases:
-        logits = [[Value(v) for v in row] for row in case["logits"]]
-        try:
-            loss = fn(logits, list(case["labels"]))
-        except Exception as exc:
-            out.append(failure("call", exc))
-            continue
-        entry = {"data": data_of(loss), "is_value": hasattr(loss, "backward")}
-        if entry["is_value"]:
-            try:
-                loss.backward()
-            except Exception as exc:
-                entry.update(failure("backprop", exc))
-            entry["grads"] = [[grad_of(v) for v in row] for row in logits]
-        out.append(entry)
-    return out
-
-
 class st_Table:
     """A model that answers from a table: model(x) is the list of Values of row x[0]."""
 
@@ -292,7 +269,6 @@ OPERATIONS.update(
     {
         "st_optimizer": st_op_optimizer,
         "st_fit": st_op_fit,
-        "st_cross_entropy": st_op_cross_entropy,
         "st_accuracy": st_op_accuracy,
         "st_iris": st_op_iris,
     }
