@@ -131,12 +131,17 @@ def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
 
 
 def failing_cells(
-    nb: nbformat.NotebookNode, assignment: str, seed: int = SEED, visible: bool = False
+    nb: nbformat.NotebookNode,
+    assignment: str,
+    seed: int = SEED,
+    visible: bool = False,
+    first: bool = False,
 ) -> dict[str, str]:
     """Run every cell as grading does, carrying on past failures: {grade id of a test
     cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
     raises at definition time) is reported too, under its grade id or its position.
-    With ``visible``, the test cells' visible checks are what is reported instead.
+    With ``visible``, the test cells' visible checks are what is reported instead. With
+    ``first``, it stops at the first failure (enough to know that a mutant is killed).
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
@@ -154,6 +159,8 @@ def failing_cells(
                 result = verdict_of(ns, assignment, grade_id(cell), seed)
                 if not result.passed:
                     failed[grade_id(cell)] = result.message
+            if first and failed:
+                break
     return failed
 
 
