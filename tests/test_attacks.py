@@ -19,11 +19,20 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, is_test_cell, notebook_path
+from helpers import (
+    NOTEBOOKS,
+    ROOT,
+    SOLUTIONS,
+    VENV_BIN,
+    ScratchCourse,
+    failing_cells,
+    is_test_cell,
+    notebook_path,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 
-A, QUIZ = "01_value", "04_checkpoint_engine"
+A, QUIZ, SET = "01_value", "04_checkpoint_engine", "07_set_gradients"
 MIME = "application/vnd.autograder.probe+json"
 
 
@@ -119,6 +128,26 @@ for path in ("@HIDDEN@", "@HONEST@"):
 }
 
 
+# A problem set's blank notebook plus code right before its first check: the grader's own
+# softmax (it works on any engine's Values), from where the course keeps it. Unsandboxed,
+# it earns the exercise (tests/test_attacks.py::test_the_set_attack_would_work_unsandboxed).
+SET_ATTACKS = {
+    "set_hidden_import": """
+import sys
+sys.path.insert(0, "@ROOT@")
+from autograder.verdicts.hidden.sg_softmax import ref_softmax as softmax
+""",
+}
+
+
+def before_first_check(nb, code: str):
+    """A copy of ``nb`` with a cell of ``code`` right before its first test cell."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    at = next(i for i, cell in enumerate(nb.cells) if is_test_cell(cell))
+    nb.cells.insert(at, nbformat.v4.new_code_cell(code))
+    return nb
+
+
 def fill(code: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         code = code.replace(f"@{key}@", value)
@@ -159,12 +188,13 @@ def run(course: Path, *args, tmp: Path) -> tuple[subprocess.CompletedProcess, in
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("attacks") / "course"
-    course = ScratchCourse(root, [A, QUIZ])
+    course = ScratchCourse(root, [A, QUIZ, SET])
     honest = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
     name = notebook_path(SOLUTIONS, A).name
     paths = {
         "MIME": MIME,
+        "ROOT": str(root),
         "REFERENCE": str(root / "source" / ".reference"),
         "GRADEBOOK": str(root / "gradebook.db"),
         "HIDDEN": str(root / "autograder" / "verdicts" / "hidden" / f"{A}.py"),
@@ -201,8 +231,15 @@ q1 = re.search(r'"q1": letter\\("(\\w)"\\)', text).group(1)
         QUIZ,
         quiz_name,
     )
+    set_name = notebook_path(SOLUTIONS, SET).name
+    set_blank = nbformat.read(notebook_path(NOTEBOOKS, SET), as_version=4)
+    put("honest", nbformat.read(notebook_path(SOLUTIONS, SET), as_version=4), SET, set_name)
+    put("blank", set_blank, SET, set_name)
+    for attack, code in SET_ATTACKS.items():
+        put(attack, before_first_check(set_blank, fill(code, paths)), SET, set_name)
     course.release(A)
     course.release(QUIZ)
+    course.release(SET)
     before = snapshot(root)
     tmp = root.parent / "tmp"
     tmp.mkdir()
@@ -234,6 +271,9 @@ def test_no_attack_earns_a_point(graded):
     for attack in [*ATTACKS, "forged_verdicts"]:
         assert scores[(attack, A)] == 0, (attack, graded["records"][(attack, A)]["note"])
     assert scores[("quiz_file", QUIZ)] == 0
+    assert scores[("blank", SET)] == 0
+    for attack in SET_ATTACKS:
+        assert scores[(attack, SET)] == 0, (attack, graded["records"][(attack, SET)]["note"])
 
 
 def test_answers_that_are_not_the_probes_are_flagged(graded):
@@ -244,7 +284,7 @@ def test_answers_that_are_not_the_probes_are_flagged(graded):
 
 
 def test_the_honest_student_keeps_full_marks(graded):
-    for assignment in (A, QUIZ):
+    for assignment in (A, QUIZ, SET):
         rec = graded["records"][("honest", assignment)]
         assert rec["score"] == rec["max_score"] > 0, rec["note"]
         assert rec["isolation"] == "bubblewrap"
@@ -271,3 +311,12 @@ def test_nothing_is_left_running_or_on_disk(graded):
             leftovers.append(cmdline[:200])
     assert leftovers == []
     assert graded["tmp"] == []  # its own temporary folder: work folders, sandboxes, Dask
+
+
+def test_the_set_attack_would_work_unsandboxed():
+    """Run in this process, with the course's files in reach, the attack earns the
+    exercise: so its 0 under grading is the sandbox's doing, not the attack's failure."""
+    blank = nbformat.read(notebook_path(NOTEBOOKS, SET), as_version=4)
+    for attack, code in SET_ATTACKS.items():
+        nb = before_first_check(blank, fill(code, {"ROOT": str(ROOT)}))
+        assert "grads_test_softmax" not in failing_cells(nb, SET), attack
