@@ -18,6 +18,17 @@ DERIVATIVE, ACCUMULATE, REFLECTED, PITFALLS = (
     "grads_test_pitfalls",
 )
 EXERCISES = {SOFTMAX, CE, CHECK, FAULTY, DERIVATIVE, ACCUMULATE, REFLECTED, PITFALLS}
+# What a failing message of each test names: its function, answer or class.
+NAMES = {
+    SOFTMAX: ("softmax(",),
+    CE: ("cross_entropy(",),
+    CHECK: ("relative_error(", "grad_check("),
+    FAULTY: ("faulty_ops",),
+    DERIVATIVE: ("Fixed",),
+    ACCUMULATE: ("Fixed",),
+    REFLECTED: ("Fixed",),
+    PITFALLS: ("predicted_", "train_one_weight(", "relu_step_grads("),
+}
 FIXES = {DERIVATIVE, ACCUMULATE, REFLECTED}
 
 

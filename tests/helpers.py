@@ -260,12 +260,20 @@ def _pycache(directory: str, names: list[str]) -> list[str]:
 # ---- the checks every lesson's tests make --------------------------------------------------
 
 
-def assert_fails_exactly(nb: nbformat.NotebookNode, assignment: str, cells: set[str]) -> None:
-    """``nb`` fails exactly the test cells ``cells``, each with message lines under 90."""
+def assert_fails_exactly(
+    nb: nbformat.NotebookNode,
+    assignment: str,
+    cells: set[str],
+    names: dict[str, tuple[str, ...]] | None = None,
+) -> None:
+    """``nb`` fails exactly the test cells ``cells``, each with message lines under 90;
+    with ``names``, each message names one of its cell's functions."""
     failed = failing_cells(nb, assignment)
     assert set(failed) == set(cells), failed
-    for message in failed.values():
+    for cell, message in failed.items():
         assert all(len(line) < 90 for line in message.splitlines()), message
+        if names is not None:
+            assert any(name in message for name in names[cell]), message
 
 
 def assert_blank_fails_each(assignment: str, exercises: set[str]) -> None:
