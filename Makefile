@@ -34,8 +34,7 @@ release: setup          ## student edition (no answers) + solutions download, in
 self-check: setup      ## every notebook's visible checks, as a progress table
 	$(PY) -m autograder self-check
 
-slides:                ## every lesson as offline reveal.js slides in slides/ (npm, once)
-	scripts/setup --slides
+slides: setup          ## students' slides of every lesson in slides/ (offline web pages)
 	$(PY) -m autograder slides
 
 grade: setup           ## grade everything submitted (see README: Grading)

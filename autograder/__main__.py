@@ -50,7 +50,12 @@ def _slides(args: argparse.Namespace) -> int:
 
     from .content.slides import main
 
-    return main(args.assignments or None, Path(args.out) if args.out else None)
+    return main(
+        args.assignments or None,
+        Path(args.out) if args.out else None,
+        instructor=args.instructor,
+        only_check=args.check,
+    )
 
 
 def _release(args: argparse.Namespace) -> int:
@@ -91,9 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_grading_commands(sub)
 
-    p = sub.add_parser("slides", help="reveal.js slides of every lesson in slides/ (offline)")
-    p.add_argument("assignments", nargs="*", help="only these (default: all)")
-    p.add_argument("--out", help="output folder (default: slides/)")
+    p = sub.add_parser("slides", help="students' slides of every lesson in slides/ (offline)")
+    p.add_argument("assignments", nargs="*", help="only these lessons (default: all)")
+    p.add_argument("--out", help="output folder (default: slides/, slides-instructor/)")
+    p.add_argument(
+        "--instructor",
+        action="store_true",
+        help="slides with worked answers, for lecturing (never for students)",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="only list slides with more than a screen of text"
+    )
     p.set_defaults(run=_slides)
 
     p = sub.add_parser("release", help="write the student edition (no answers) to a folder")

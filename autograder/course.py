@@ -31,6 +31,17 @@ def assignments(source: Path = SOURCE) -> list[str]:
     return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def kind(assignment: str) -> str:
+    """``"quiz"`` (NN_checkpoint_name), ``"set"`` (NN_set_name, a problem set) or ``"lesson"``.
+
+    The folder's name says what an assignment is; only lessons have slides."""
+    if "_checkpoint_" in assignment:
+        return "quiz"
+    if "_set_" in assignment:
+        return "set"
+    return "lesson"
+
+
 class CoursekitError(GraderError):
     """coursekit.py could not be placed in an assignment folder (one line says why)."""
 
