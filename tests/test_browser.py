@@ -111,7 +111,20 @@ def load_launcher(path: Path):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def student_edition(tmp_path_factory) -> Path:
+    """The student edition, built into a scratch folder."""
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("/usr/bin/chromium is missing: scripts/setup --test installs it")
+        pytest.skip("needs Debian's chromium (scripts/setup --test)")
+    pytest.importorskip("playwright")
+    student = tmp_path_factory.mktemp("lab") / "student-edition"
+    edition.build_student_edition(student)
+    return student
+
+
+@pytest.fixture(scope="module")
+def served(student_edition, tmp_path_factory):
     """(base URL, screenshot folder) of a student JupyterLab on 127.0.0.1, started the way
     the student edition's ``lab.py`` starts it.
 
@@ -119,14 +132,8 @@ def served(tmp_path_factory):
     lesson with its solution notebook (the solutions are executed and saved, so each
     lesson's self-check reads the others as done).
     """
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("/usr/bin/chromium is missing: scripts/setup --test installs it")
-        pytest.skip("needs Debian's chromium (scripts/setup --test)")
-    pytest.importorskip("playwright")
-    base = tmp_path_factory.mktemp("lab")
-    student = base / "student-edition"
-    edition.build_student_edition(student)
+    student = student_edition
+    base = student.parent
     launcher = load_launcher(student / "lab.py")
     layout = launcher.Layout(student)
     launcher.seed(layout.work, layout.lessons, layout.start_page)
@@ -198,7 +205,7 @@ def browser_context(served, tmp_path_factory):
     outside: list[str] = []
 
     def only_local(route):
-        if route.request.url.startswith((url, "data:", "blob:")):
+        if route.request.url.startswith((url, "data:", "blob:", "file:")):  # not the network
             route.continue_()
         else:
             outside.append(route.request.url)
@@ -451,6 +458,63 @@ def test_student_lab_has_validate_and_no_instructor_tools(served, browser_contex
             urllib.request.urlopen(f"{url}/{route}", timeout=10) as r,
         ):
             pytest.fail(f"/{route} answered {r.status}: instructor tools must be off")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_the_start_page_leads_to_a_lessons_slides_both_ways(
+    student_edition, served, browser_context
+):
+    """Live: the start page names the View menu's slideshow item; a lesson opened from it
+    becomes a RISE deck beside the notebook, with typeset math, and the right arrow key
+    moves to the next slide. Offline: the edition's slides/index.html, which the start page
+    names, opens from disk with the network off and leads to the same lesson's deck."""
+    url, shots = served
+    context, outside = browser_context
+    name = LESSONS[0]
+    page = context.new_page()
+    try:
+        page.goto(f"{url}/lab/tree/START-HERE.md?reset")
+        start = page.locator(".jp-RenderedMarkdown").first
+        start.locator("h1:has-text('Start here')").wait_for()
+        text = start.inner_text()
+        assert "Render as Reveal Slideshow" in text and "slides/index.html" in text
+        start.locator(f"a:has-text('{name}/')").first.click()
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        page.click(".lm-MenuBar-itemLabel:text-is('View')")
+        page.click(".lm-Menu-itemLabel:text-is('Render as Reveal Slideshow')")
+        deck = page.frame_locator("iframe[src*='/rise/']")
+        deck.locator(".reveal.ready").wait_for()
+        first = deck.locator(".reveal .slides > section.present").inner_text()
+        assert deck.locator(".reveal .slides > section").count() >= 5
+        deck.locator(".reveal").click()
+        page.keyboard.press("ArrowRight")
+        rise = next(f for f in page.frames if "/rise/" in f.url)
+        rise.wait_for_function("location.hash.startsWith('#/slide-1-')")
+        here = deck.locator(".reveal .slides > section.present")
+        assert here.inner_text() != first
+        math = deck.locator(".reveal .slides mjx-container").first
+        math.wait_for()
+        page.screenshot(path=str(shots / "rise-slideshow.png"))
+        assert not outside, f"the slideshow tried to reach the network: {outside[:5]}"
+    finally:
+        page.close()
+    index = student_edition / "slides" / "index.html"
+    (deck_file,) = (student_edition / "slides").glob(f"{name}.slides.html")
+    page = context.new_page()
+    try:
+        context.set_offline(True)
+        page.goto(index.as_uri())
+        page.click(f"a[href='{deck_file.name}']")
+        page.wait_for_selector(".reveal.ready")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("Reveal.getIndices().h === 1")
+        page.wait_for_timeout(1000)  # the slide transition
+        page.screenshot(path=str(shots / "static-slides.png"))
+    finally:
+        context.set_offline(False)
+        page.close()
 
 
 @pytest.mark.slow

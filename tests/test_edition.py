@@ -19,6 +19,7 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
 
+from autograder.content import slides
 from autograder.course import assignments
 from autograder.students import edition, launcher
 
@@ -61,6 +62,11 @@ def test_student_edition_holds_lessons_launcher_readme_and_requirements(student)
             for p in files(NOTEBOOKS / assignment)
             if ".ipynb_checkpoints" not in p
         }
+    shown = {f for f in files(student) if f.startswith("slides/") and "/vendor/" not in f}
+    expected |= {"slides/index.html"} | {f"slides/{a}.slides.html" for a in slides.lessons()}
+    assert shown == {f for f in expected if f.startswith("slides/")}
+    expected |= {f for f in files(student) if f.startswith("slides/vendor/")}
+    assert "slides/vendor/reveal.js/dist/reveal.js" in expected
     assert set(files(student)) == expected
     for assignment in ASSIGNMENTS:
         for path in (NOTEBOOKS / assignment).iterdir():
@@ -220,6 +226,11 @@ PLANTED = {
         "# Why: c = a * b = -6. In d = c*c + c, the node c gets a share from each of its three",
     ),
     "a hidden test": ("lessons/01_value/value.ipynb", 'load_grader("lesson01").add_mul(Value)'),
+    "solution code on a slide": (  # as nbconvert writes code: each token in its own tag
+        "slides/05_mlp.slides.html",
+        '<pre><span class="n">x</span> <span class="o">=</span> <span class="n">module</span>'
+        '<span class="p">(</span><span class="n">x</span><span class="p">)</span></pre>',
+    ),
     "a marker": ("README.md", "### BEGIN HIDDEN TESTS"),
     "the reference engine": ("lab.py", "from refgrad import Value"),
 }

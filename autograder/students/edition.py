@@ -13,6 +13,9 @@ reference engine and the grader. Students get the **student edition** instead::
     DIR/lessons/START-HERE.md  the page JupyterLab opens on (its links are relative to
                              lessons/, and to my-work/, where lab.py copies it; on a
                              JupyterHub, students can work in lessons/ itself)
+    DIR/slides/              each released lesson's slides as web pages that open from
+                             disk with no network (autograder/content/slides.py: made from
+                             the student notebooks, so no slide shows an answer)
     DIR/.gitignore           my-work/ and .venv/ stay out of git
 
 ``--solutions`` writes the self-learners' download instead: the executed solution
@@ -28,14 +31,17 @@ release fails if it finds any.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 from .. import markers
-from ..course import NOTEBOOKS, ROOT, SHARED, SOLUTIONS, SOURCE, assignments
+from ..content import slides
+from ..course import NOTEBOOKS, ROOT, SHARED, SOLUTIONS, SOURCE, assignments, kind
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent  # the whole grader
@@ -149,9 +155,12 @@ def _texts(path: Path) -> list[str]:
                     texts.append("".join(value) if isinstance(value, list) else str(value))
         return texts
     try:
-        return [path.read_text(encoding="utf-8")]
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         return [path.read_bytes().decode("latin-1")]
+    if path.suffix in (".html", ".htm"):  # and as a browser shows it: code is split in tags
+        return [text, html.unescape(re.sub(r"<[^>]*>", "", text))]
+    return [text]
 
 
 def leaks(
@@ -246,6 +255,12 @@ def build_student_edition(dest: Path, selected: list[str] | None = None) -> list
     shutil.copy(FILES / "gitignore", dest / ".gitignore")
     shutil.copy(STUDENT_REQUIREMENTS, dest / "requirements.txt")
     shutil.copy(LICENSE, dest / "LICENSE")
+    with_slides = [a for a in chosen if kind(a) == "lesson"]
+    if with_slides:
+        try:
+            slides.build(with_slides, dest / "slides")
+        except slides.SlidesError as exc:
+            raise ReleaseError(f"the slides: {exc}") from exc
     return _files(dest)
 
 
