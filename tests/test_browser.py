@@ -511,7 +511,10 @@ def test_the_start_page_leads_to_a_lessons_slides_both_ways(
         page.keyboard.press("ArrowRight")
         page.wait_for_function("Reveal.getIndices().h === 1")
         page.wait_for_timeout(1000)  # the slide transition
+        page.wait_for_function("!MathJax.Hub.queue.pending && !MathJax.Hub.queue.running")
         page.screenshot(path=str(shots / "static-slides.png"))
+        assert page.locator("section.present .MathJax").count(), "no typeset math"
+        assert not page.locator(".MathJax_Error").count(), "Math Processing Error"
     finally:
         context.set_offline(False)
         page.close()
