@@ -435,39 +435,40 @@ def test_function_keys_are_the_derivatives(quiz):
     for who in IDS[:15]:
         v = quiz.variant(ENGINE, who, "q13")
         f = quiz_keys(ENGINE)["q13"].truth(v)
-        a, b = v.a, v.b
+        a, b, c = v.a, v.b, v.c
         for x in (-7.5, -2.0, -0.3, 0.0, 0.4, 3.0, 7.9):
-            [slope] = slopes(lambda t: math.log1p(math.exp(a * t + b)), [x])  # noqa: B023
+            [slope] = slopes(lambda t: c * math.log1p(math.exp(a * t + b)), [x])  # noqa: B023
             assert f(x) == pytest.approx(slope, rel=1e-6, abs=1e-8)
         v = quiz.variant(MLP, who, "q6")
         g = quiz_keys(MLP)["q6"].truth(v)
         for score, y in itertools.product((-2.6, -1.2, -0.4, 0.3, 0.9, 1.7, 2.2), (1, -1)):
             if abs(v.margin - y * score) > 1e-3:
-                [slope] = slopes(lambda s: max(0.0, v.margin - y * s), [score])  # noqa: B023
+                loss = lambda s, y=y, v=v: v.weight * max(0.0, v.margin - y * s)  # noqa: E731
+                [slope] = slopes(loss, [score])
                 assert g(score, y) == pytest.approx(slope, abs=1e-6)
 
 
 RIGHT_BODIES = {
     ENGINE: [
-        "v = quiz.variant('q13')\nu = math.exp(v.a * x + v.b)\nreturn v.a * u / (1 + u)",
+        "v = quiz.variant('q13')\nu = math.exp(v.a * x + v.b)\nreturn v.c * v.a * u / (1 + u)",
         "v = quiz.variant('q13')\nz = v.a * x + v.b\ne = math.exp(-abs(z))\n"
-        "return v.a * (1 / (1 + e) if z >= 0 else e / (1 + e))",
+        "return v.a * v.c * (1 / (1 + e) if z >= 0 else e / (1 + e))",
     ],
     MLP: [
-        "m = quiz.variant('q6').margin\nreturn float(-y) if y * score < m else 0.0",
-        "m = quiz.variant('q6').margin\nif m - y * score <= 0:\n    return 0\nreturn -y",
+        "v = quiz.variant('q6')\nreturn float(-y * v.weight) if y * score < v.margin else 0.0",
+        "v = quiz.variant('q6')\nif v.margin - y * score <= 0:\n    return 0\nreturn -y * v.weight",
     ],
 }
 WRONG_BODIES = {
     ENGINE: [
-        "v = quiz.variant('q13')\nreturn math.log(1 + math.exp(v.a * x + v.b))",  # f itself
-        "v = quiz.variant('q13')\nreturn 1 / (1 + math.exp(-(v.a * x + v.b)))",  # no chain factor
+        "v = quiz.variant('q13')\nreturn v.c * math.log(1 + math.exp(v.a * x + v.b))",  # f
+        "v = quiz.variant('q13')\nreturn v.c / (1 + math.exp(-(v.a * x + v.b)))",  # no a
         "return 3.7 / (1 + math.exp(-3.7 * x))",  # another variant's numbers
     ],
     MLP: [
-        "return -y",  # ignores relu
-        "m = quiz.variant('q6').margin\nreturn y if m - y * score > 0 else 0.0",  # sign
-        "return -y if 5 - y * score > 0 else 0.0",  # another variant's margin
+        "return -y * quiz.variant('q6').weight",  # ignores relu
+        "v = quiz.variant('q6')\nreturn v.weight * y if v.margin - y * score > 0 else 0.0",
+        "return -y if 5 - y * score > 0 else 0.0",  # another variant's numbers
     ],
 }
 FUNCTION_Q = {ENGINE: "q13", MLP: "q6"}

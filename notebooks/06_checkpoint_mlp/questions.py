@@ -25,8 +25,8 @@ def q1(pick):
 
 
 def q2(pick):
-    a, b = pick.one([2, 3, 4, 5, 6]), pick.one([2, 3, 4, 5, 6, 8])
-    c = pick.one([1, 2, 3, 4])
+    a, b = pick.one([2, 3, 4, 5, 6, 7]), pick.one([2, 3, 4, 5, 6, 8, 10])
+    c = pick.one([1, 2, 3, 4, 5])
     model = f"Sequential(Linear({a}, {b}), ReLU(), Linear({b}, {c}))"
     return {
         "kind": "number",
@@ -104,18 +104,20 @@ def q5(pick):
 
 
 def q6(pick):
-    margin = pick.one([1.0, 0.5, 2.0, 1.5])
+    margin = pick.one([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 0.25, 1.25, 1.75, 4.0])
+    weight = pick.one([1.0, 2.0, 0.5, 3.0, 1.5])
+    scale = "" if weight == 1 else f"{weight:g} * "
     return {
         "kind": "function",
         "name": "hinge_grad",
-        "calls": [(0.25, 1), (-0.75, -1)],
+        "calls": [(0.1, 1), (-0.6, -1)],
         "text": f"A max-margin (hinge) loss of one example with label `y` (1 or -1) and "
-        f"score `s` is `relu({margin:g} - y * s)`: it is 0 once the score is on the right "
-        f"side by a margin of {margin:g}. Write `hinge_grad(score, y)`: the derivative of "
-        "this loss with respect to `score`, at plain numbers. It is checked at many random "
+        f"score `s` is `{scale}relu({margin:g} - y * s)`: it is 0 once the score is on the "
+        f"right side by a margin of {margin:g}. Write `hinge_grad(score, y)`: the derivative "
+        "of this loss with respect to `score`, at plain numbers. It is checked at many random "
         f"points (never exactly at the kink, `{margin:g} - y * score == 0`), to within a "
         "relative 1e-6.",
-        "values": {"margin": margin},
+        "values": {"margin": margin, "weight": weight},
     }
 
 
@@ -176,7 +178,7 @@ def _loop(values: dict, reset: bool) -> str:
     lines = [
         f"p = Value({values['p0']!r})",
         "for step in range(2):",
-        f"    loss = ({values['a']} * p - {values['b']}) ** 2",
+        f"    loss = ({values['a']} * p {'-' if values['b'] > 0 else '+'} {abs(values['b'])}) ** 2",
         *(["    p.grad = 0.0"] if reset else []),
         "    loss.backward()",
         f"    p.data -= {values['lr']!r} * p.grad",
@@ -186,10 +188,10 @@ def _loop(values: dict, reset: bool) -> str:
 
 def q9(pick):
     values = {
-        "a": pick.one([2, 3, 4]),
-        "b": pick.one([1, 2, 3]),
-        "p0": pick.one([0.5, 1.0, -0.5, 1.5, 0.0]),
-        "lr": pick.one([0.1, 0.05, 0.02]),
+        "a": pick.one([2, 3, 4, 5]),
+        "b": pick.one([1, 2, 3, -1, -2]),
+        "p0": pick.one([0.5, 1.0, -0.5, 1.5, 0.0, 2.0]),
+        "lr": pick.one([0.1, 0.05, 0.02, 0.01]),
     }
     return {
         "kind": "number",

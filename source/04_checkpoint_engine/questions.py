@@ -7,6 +7,8 @@ answer is not: the course works that out with its own engine when it grades (and
 the practice round, beforehand).
 """
 
+import math
+
 ASSIGNMENT = "04_checkpoint_engine"
 
 NONZERO = (-3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
@@ -349,34 +351,22 @@ def q10(pick):
     return {"kind": "truth", "text": text, "values": {"x": x, "claim": claim}}
 
 
-TANH = {0.5: 0.462117, 1.0: 0.761594, 1.5: 0.905148, 2.0: 0.964028, -1.0: -0.761594}
+TANH = {z: round(math.tanh(z), 6) for z in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)}
 
 
 def q11(pick):
-    k, x = pick.one(
-        [
-            (2, 0.5),
-            (2, 0.25),
-            (3, 0.5),
-            (0.5, 2.0),
-            (-2, 0.5),
-            (4, 0.25),
-            (2, 0.75),
-            (0.5, 3.0),
-            (3, -1 / 3),
-            (1.5, 1.0),
-            (-1, 1.0),
-            (4, 0.5),
-        ]
-    )
-    inside = round(k * x, 6)
+    z = pick.one(sorted(TANH)) * pick.one([1, -1])
+    k = pick.one([2, 4, 0.5, -2, -0.5, 1, -1, 0.25])
+    c = pick.one([1, 2, -1, 3])
+    x = z / k
+    tail = "" if c == 1 else f" * {c}"
     return {
         "kind": "number",
-        "code": f"x = Value({x!r})\ny = ({k!r} * x).tanh()\ny.backward()\n",
+        "code": f"x = Value({x!r})\ny = ({k!r} * x).tanh(){tail}\ny.backward()\n",
         "asks": "x.grad",
-        "text": f"What is `x.grad`? You may use tanh({inside:g}) = {TANH[inside]}. Within "
-        "0.001 counts.",
-        "values": {"k": k, "x": x, "tanh": TANH[inside]},
+        "text": f"What is `x.grad`? You may use tanh({abs(z):g}) = {TANH[abs(z)]} (and "
+        "tanh(-z) = -tanh(z)). Within 0.001 counts.",
+        "values": {"k": k, "x": x, "c": c, "tanh": math.copysign(TANH[abs(z)], z)},
     }
 
 
@@ -405,21 +395,23 @@ def q12(pick):
 
 
 def q13(pick):
-    a = pick.one([1.0, 2.0, 3.0, 0.5, -1.0, 1.5])
-    b = pick.one([0.0, 1.0, -1.0, 0.5, 2.0, -2.0])
+    a = pick.one([1.0, 2.0, 3.0, 0.5, -1.0, 1.5, -2.0, 2.5, 4.0])
+    b = pick.one([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 3.0])
+    c = pick.one([1.0, 2.0, 0.5, 3.0])
     inner = "x" if a == 1 else f"{a:g}*x"
     if b:
         inner = f"{inner} {'+' if b > 0 else '-'} {abs(b):g}"
     power = "e**x" if inner == "x" else f"e**({inner})"
+    scale = "" if c == 1 else f"{c:g} * "
     return {
         "kind": "function",
         "name": "softplus_grad",
         "calls": [(0.5,), (-2.0,)],
-        "text": f"`f(x) = log(1 + {power})` is a softplus, a smooth cousin of relu. Write "
-        "`softplus_grad(x)`: its derivative `df/dx` at a plain number `x`, the factor its "
-        "`_backward` would multiply `out.grad` by. It is checked at many points between -8 "
-        "and 8, to within a relative 1e-6.",
-        "values": {"a": a, "b": b},
+        "text": f"`f(x) = {scale}log(1 + {power})` is a softplus, a smooth cousin of relu. "
+        "Write `softplus_grad(x)`: its derivative `df/dx` at a plain number `x`, the factor "
+        "its `_backward` would multiply `out.grad` by. It is checked at many points between "
+        "-8 and 8, to within a relative 1e-6.",
+        "values": {"a": a, "b": b, "c": c},
     }
 
 

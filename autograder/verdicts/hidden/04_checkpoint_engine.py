@@ -73,19 +73,21 @@ def why_q3(v, key) -> str:
 
 
 def why_q11(v, key) -> str:
+    times = "" if v.c == 1 else f" * {g(v.c)}"
     return (
-        f"y = tanh({g(v.k)}x), so dy/dx = (1 - tanh({g(v.k * v.x)})**2) * {g(v.k)} = "
-        f"(1 - {v.tanh}**2) * {g(v.k)} = {g(key)}: the local derivative of tanh times that "
-        f"of {g(v.k)} * x (the chain rule)."
+        f"y = tanh({g(v.k)}x){times}, so dy/dx = (1 - tanh({g(v.k * v.x)})**2) * {g(v.k)}"
+        f"{times} = (1 - {g(v.tanh)}**2) * {g(v.k)}{times} = {g(key)}: the local derivative "
+        f"of tanh times that of {g(v.k)} * x (the chain rule){' and the factor' if times else ''}."
     )
 
 
 def why_q13(v, key) -> str:
+    scale = "" if v.c == 1 else f"{g(v.c)} * "
     return (
         f"With u = {g(v.a)}x + {g(v.b)}: d log(1 + e**u)/du = e**u / (1 + e**u) = "
-        f"sigmoid(u), and du/dx = {g(v.a)}, so softplus_grad(x) = {g(v.a)} * "
+        f"sigmoid(u), and du/dx = {g(v.a)}, so softplus_grad(x) = {scale}{g(v.a)} * "
         f"sigmoid({g(v.a)}x + {g(v.b)}) (the chain rule). For example softplus_grad(0.5) = "
-        f"{g(v.a * sigmoid(0.5 * v.a + v.b))}."
+        f"{g(v.c * v.a * sigmoid(0.5 * v.a + v.b))}."
     )
 
 
@@ -172,7 +174,7 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "q13": function(
-        lambda v: lambda x: v.a * sigmoid(v.a * x + v.b), _softplus_inputs, why_q13, points=2
+        lambda v: lambda x: v.c * v.a * sigmoid(v.a * x + v.b), _softplus_inputs, why_q13, points=2
     ),
 }
 

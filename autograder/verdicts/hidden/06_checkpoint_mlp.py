@@ -51,20 +51,21 @@ def why_q5(v, key) -> str:
 
 
 def why_q6(v, key) -> str:
-    m = g(v.margin)
+    m, w = g(v.margin), "" if v.weight == 1 else f"{g(v.weight)} * "
     return (
         f"Inside relu, d({m} - y * score)/dscore = -y. relu passes that on where its input "
         f"is positive ({m} - y * score > 0) and blocks it (slope 0) where it is not: "
-        f"hinge_grad(score, y) = -y if {m} - y * score > 0 else 0."
+        f"hinge_grad(score, y) = {w}-y if {m} - y * score > 0 else 0."
     )
 
 
 def _hinge_inputs(v, rng):
+    """A score on either side of the kink (as often on one as on the other), never at it."""
     y = rng.choice((1, -1))
     while True:
-        score = rng.uniform(-3.0, 3.0)
-        if abs(v.margin - y * score) > 0.05:  # never at the kink
-            return score, y
+        d = rng.uniform(-3.0, 3.0)  # margin - y * score = -d
+        if abs(d) > 0.05:
+            return y * (v.margin + d), y
 
 
 def step_order(v) -> dict[str, set[str]]:
@@ -92,7 +93,7 @@ def two_steps_why(v, key, reset: bool) -> str:
         grad = new if reset else grad + new
         p -= lr * grad
         steps.append(f"step {step}: grad = {g(grad)}, p = {g(p)}")
-    rule = f"dloss/dp = 2 * ({a}p - {b}) * {a}"
+    rule = f"dloss/dp = 2 * ({a}p {'-' if b > 0 else '+'} {abs(b)}) * {a}"
     kept = "" if reset else " Without the reset, step 2's grad adds to step 1's."
     return f"{rule}. {'; '.join(steps)}.{kept}"
 
@@ -130,7 +131,7 @@ KEYS: dict[str, Key] = {
     ),
     "q5": number(REFERENCE, why_q5, points=2),
     "q6": function(
-        lambda v: lambda score, y: -y if v.margin - y * score > 0 else 0.0,
+        lambda v: lambda score, y: -v.weight * y if v.margin - y * score > 0 else 0.0,
         _hinge_inputs,
         why_q6,
         points=2,
