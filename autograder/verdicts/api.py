@@ -177,6 +177,11 @@ def _hidden(assignment: str):
         return None
 
 
+def hidden_module(assignment: str):
+    """The assignment's hidden module (autograder/verdicts/hidden/<assignment>.py), or None."""
+    return _hidden(assignment)
+
+
 def hidden_tests(assignment: str) -> dict[str, Callable]:
     """{grade id: hidden test} of an assignment (autograder/verdicts/hidden/<assignment>.py)."""
     module = _hidden(assignment)
