@@ -43,12 +43,13 @@ class ShownVariant(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         record = nb.metadata.get("autograder")
-        if not isinstance(record, dict):
-            record = nb.metadata["autograder"] = {}
+        record = dict(record) if isinstance(record, dict) else {}
         record.pop("shown_id", None)  # only ever what the outputs say
         student = shown_id(nb)
         if student:
             record["shown_id"] = student
-        elif not record:
-            del nb.metadata["autograder"]
+        if record:
+            nb.metadata["autograder"] = record
+        else:
+            nb.metadata.pop("autograder", None)
         return nb, resources
