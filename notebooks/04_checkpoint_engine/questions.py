@@ -345,10 +345,22 @@ def q9(pick):
 def q10(pick):
     x = pick.one([0.0, 0.0, 0.0, -2.0, -0.5, 0.5, 1.5, 3.0])
     claim = pick.one([0.0, 1.0])
-    text = f"After `x = Value({x!r})` and `x.relu().backward()`, `x.grad` is `{claim!r}`." + (
-        " (At exactly 0 the engine picks a slope for relu, as PyTorch does.)" if x == 0 else ""
+    stem, text = pick.one(
+        [
+            (
+                "s1",
+                f"After `x = Value({x!r})` and `x.relu().backward()`, `x.grad` is `{claim!r}`.",
+            ),
+            (
+                "s2",
+                f"`y = Value({x!r}).relu()` passes gradient on to its input at the rate "
+                f"`{claim!r}`: after `y.backward()`, the input's `grad` is `{claim!r}`.",
+            ),
+        ]
     )
-    return {"kind": "truth", "text": text, "values": {"x": x, "claim": claim}}
+    if x == 0:
+        text += " (At exactly 0 the engine picks a slope for relu, as PyTorch does.)"
+    return {"kind": "truth", "stem": stem, "text": text, "values": {"x": x, "claim": claim}}
 
 
 TANH = {z: round(math.tanh(z), 6) for z in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)}

@@ -314,10 +314,24 @@ def q15(pick):
         ("o3", f"`({nin * nout},)`"),
         ("o4", f"`({nin}, {nin})`"),
     ]
+    stem, text = pick.one(
+        [
+            (
+                "s1",
+                f"In PyTorch, `torch.nn.Linear({nin}, {nout})` maps {nin} inputs to {nout} "
+                "outputs. What is the shape of its `weight`?",
+            ),
+            (
+                "s2",
+                f"`layer = torch.nn.Linear({nin}, {nout})` takes vectors of {nin} numbers "
+                f"and gives {nout}. What does `layer.weight.shape` say?",
+            ),
+        ]
+    )
     return {
         "kind": "choice",
-        "text": f"In PyTorch, `torch.nn.Linear({nin}, {nout})` maps {nin} inputs to {nout} "
-        "outputs. What is the shape of its `weight`?",
+        "stem": stem,
+        "text": text,
         "options": pick.shuffled(options),
         "values": {"nin": nin, "nout": nout},
     }
