@@ -928,7 +928,7 @@ class _Sketch:
     def __init__(self, data, _parents=(), _op="", label=""):
         self.data = float(data)
         self.grad = 0.0
-        self._prev = tuple(_parents)
+        self._prev = tuple(dict.fromkeys(_parents))  # c * c: one arrow from c
         self._op = _op
         self.label = label
 
