@@ -133,7 +133,11 @@ def secret_lines(released: list[str] | None = None, source: Path = SOURCE) -> se
                         markers.without(text, markers.SOLUTION, markers.HIDDEN).split("\n")
                     )
     stripped_public = {line.strip() for line in public}
-    return {line.strip() for line in secret if line.strip() and line.strip() not in stripped_public}
+    return {  # a line of brackets alone (a list's closing "]") tells nothing
+        line.strip()
+        for line in secret
+        if re.search(r"\w", line) and line.strip() not in stripped_public
+    }
 
 
 def _texts(path: Path) -> list[str]:
