@@ -36,7 +36,31 @@ IDS = [f"student{i}" for i in range(40)] + ["ada", "grace", "a.b@uni.edu", "Zoë
 EQUIVALENT_MUTANTS = {
     "mlp_quiz_q6 line 6: Gt -> GtE": "hinge_grad differs only at the kink margin - y*s = 0, "
     "where the slope is undefined and never asked for",
+    "mlp_quiz_q6 line 6: Mult -> Div": "-weight * y and -weight / y are equal: y is 1 or -1",
 }
+
+
+def _covering_ids() -> list[str]:
+    """Students whose variants, between them, show every wording, option order... of every
+    question: tests/test_mutants.py grades a mutant of a worked answer as each of them, so
+    that a slip in the branch for any wording shows."""
+    from autograder.verdicts.hidden import quiz
+
+    chosen, seen = [], set()
+    for i in range(400):
+        who = f"s{i}"
+        new = set()
+        for assignment in QUIZ:
+            for q in quiz.questions_of(assignment).QUESTIONS:
+                v = quiz.variant(assignment, who, q)
+                new.add((assignment, q, v.stem, v.template))
+        if new - seen:
+            chosen.append(who)
+            seen |= new
+    return chosen
+
+
+MUTANT_STUDENTS = [STUDENT, *_covering_ids()]
 
 
 @pytest.fixture(scope="module")

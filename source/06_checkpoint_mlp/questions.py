@@ -193,6 +193,8 @@ def q9(pick):
         "p0": pick.one([0.5, 1.0, -0.5, 1.5, 0.0, 2.0]),
         "lr": pick.one([0.1, 0.05, 0.02, 0.01]),
     }
+    while values["a"] * values["p0"] == values["b"]:  # not at the minimum: p must move
+        values["p0"] += 0.5
     return {
         "kind": "number",
         "code": _loop(values, reset=True),
