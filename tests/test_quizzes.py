@@ -29,7 +29,7 @@ from helpers import (
 ENGINE, MLP = "04_checkpoint_engine", "06_checkpoint_mlp"
 QUIZ = (ENGINE, MLP)
 PREFIX = {ENGINE: "engine_quiz", MLP: "mlp_quiz"}
-SIZE = {ENGINE: (13, 17), MLP: (15, 19)}  # (questions, points)
+SIZE = {ENGINE: (13, 17), MLP: (17, 19)}  # (questions, points)
 IDS = [f"student{i}" for i in range(40)] + ["ada", "grace", "a.b@uni.edu", "Zoë O'Neil"]
 
 # Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
@@ -248,13 +248,27 @@ def torch_names():
 def test_number_keys_agree_with_pytorch(quiz, graders, assignment):
     checked = 0
     for _, q, v in variants(quiz, assignment, IDS[:25]):
-        if v.kind != "number":
+        if v.kind != "number" or "id(" in v.asks:  # where a Value is: test below
             continue
         ns = quiz.run(v.code, torch_names())
         expected = eval(v.asks, ns)
         assert graders[assignment].KEYS[q].key(v) == pytest.approx(float(expected), abs=1e-9)
         checked += 1
     assert checked >= 25 * 3
+
+
+def test_parameter_index_key_is_where_pytorch_keeps_that_parameter(quiz):
+    """Question 16: torch.nn.Linear lists weight (row by row) and then bias, as our Linear
+    does; mark the asked parameter and find it in the flat list."""
+    for who in IDS[:20]:
+        v = quiz.variant(MLP, who, "q16")
+        layer = torch.nn.Linear(v.nin, v.nout)
+        with torch.no_grad():
+            for p in layer.parameters():
+                p.zero_()
+            (layer.bias[v.i] if v.bias else layer.weight[v.i, v.j]).fill_(1.0)
+        flat = torch.cat([p.detach().flatten() for p in layer.parameters()])
+        assert graders_key(MLP, "q16", v) == int(flat.argmax())
 
 
 def test_pytorch_facts_are_pytorchs(quiz):

@@ -339,4 +339,44 @@ def q15(pick):
     }
 
 
+def q16(pick):
+    nin, nout = pick.one([2, 3, 4, 5, 6, 7]), pick.one([2, 3, 4, 5])
+    i, j = pick.one(range(nout)), pick.one(range(nin))
+    bias = pick.one([False, True])
+    asked = f"layer.bias[{i}]" if bias else f"layer.weight[{i}][{j}]"
+    return {
+        "kind": "number",
+        "code": f"layer = Linear({nin}, {nout})\n",
+        "asks": f"[id(p) for p in layer.parameters()].index(id({asked}))",
+        "text": f"`layer = Linear({nin}, {nout})`. At which index of `layer.parameters()` is "
+        f"`{asked}`? (Indexes start at 0; lesson 5 says in which order `Linear` lists its "
+        "weights and biases.)",
+        "values": {"nin": nin, "nout": nout, "i": i, "j": j, "bias": bias},
+    }
+
+
+def q17(pick):
+    stem, text = pick.one(
+        [
+            (
+                "s1",
+                "The loss goes down smoothly at every step, but so slowly that after 1000 "
+                "steps it has barely moved. What do you try first?",
+            ),
+            (
+                "s2",
+                "Training is stable, the loss never jumps, yet it creeps down by a tiny "
+                "amount per epoch. Which change is most likely to help?",
+            ),
+        ]
+    )
+    options = [
+        ("o1", "lower the learning rate"),
+        ("o2", "raise the learning rate"),
+        ("o3", "call `model.zero_grad()` twice per step"),
+        ("o4", "stop calling `model.zero_grad()`"),
+    ]
+    return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
+
+
 QUESTIONS = {name: fn for name, fn in globals().items() if name[0] == "q" and name[1:].isdigit()}

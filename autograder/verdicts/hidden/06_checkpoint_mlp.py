@@ -98,6 +98,19 @@ def two_steps_why(v, key, reset: bool) -> str:
     return f"{rule}. {'; '.join(steps)}.{kept}"
 
 
+def why_q16(v, key) -> str:
+    weights = v.nin * v.nout
+    if v.bias:
+        return (
+            f"Linear lists its {weights} weights first, row by row, then its {v.nout} biases: "
+            f"bias[{v.i}] comes after all the weights, at {weights} + {v.i} = {g(key)}."
+        )
+    return (
+        f"Linear lists its weights row by row, each row {v.nin} long, then the biases: "
+        f"weight[{v.i}][{v.j}] is at {v.i} * {v.nin} + {v.j} = {g(key)}."
+    )
+
+
 def why_torch(v, key) -> str:
     if v.stem == "s1":
         return (
@@ -136,7 +149,7 @@ KEYS: dict[str, Key] = {
         why_q6,
         points=2,
     ),
-    "q7": order(step_order, why_q7, points=2),
+    "q7": order(step_order, why_q7, points=1),
     "q8": choice(
         "o2",
         lambda v, k: (
@@ -145,7 +158,7 @@ KEYS: dict[str, Key] = {
             "= forgets p's value."
         ),
     ),
-    "q9": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=True), points=2),
+    "q9": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=True), points=1),
     "q10": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=False), points=1),
     "q11": truth(
         {"s1"},
@@ -178,6 +191,15 @@ KEYS: dict[str, Key] = {
             f"({k}) ({v.nout}, {v.nin}): one row of weights per output, each row "
             "as long as the input, (out_features, in_features), the layout of our Linear's "
             "weight."
+        ),
+    ),
+    "q16": number(REFERENCE, lambda v, k: why_q16(v, k), points=1),
+    "q17": choice(
+        "o2",
+        lambda v, k: (
+            f"({k}) raise the learning rate: smooth but tiny steps mean each step "
+            "is too short; a larger rate takes longer steps (watch that the loss does not start "
+            "to jump). zero_grad() has nothing to do with the step's length."
         ),
     ),
 }
