@@ -60,6 +60,21 @@ CENTRAL = """\
 """
 ITERATIVE = """\
     order = []
+    visited = set()
+    stack = [(root, False)]  # (node, are its parents done?)
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        elif node not in visited:
+            visited.add(node)
+            stack.append((node, True))  # comes off again once its parents are done
+            for parent in node._prev:
+                stack.append((parent, False))
+    return order
+"""
+ITERATORS = """\
+    order = []
     visited = {root}
     stack = [(root, iter(root._prev))]  # a node, and the parents it has yet to visit
     while stack:
@@ -226,15 +241,7 @@ BUGS = [
     ),
     (
         "topological_order_iterative without a visited set",
-        [
-            (
-                "            if parent not in visited:\n"
-                "                visited.add(parent)\n"
-                "                stack.append((parent, iter(parent._prev)))\n"
-                "                break\n",
-                "            stack.append((parent, iter(parent._prev)))\n            break\n",
-            )
-        ],
+        [("        elif node not in visited:\n            visited.add(node)\n", "        else:\n")],
         {ITER},
     ),
     (
@@ -417,6 +424,45 @@ BUGS = [
             )
         ],
         {CHECK},
+    ),
+    # topological_order_iterative: the stack of pairs
+    (
+        "topological_order_iterative pushes (node, True) after its parents",
+        [
+            (
+                "            stack.append((node, True))  # comes off again once its parents are"
+                " done\n"
+                "            for parent in node._prev:\n"
+                "                stack.append((parent, False))\n",
+                "            for parent in node._prev:\n"
+                "                stack.append((parent, False))\n"
+                "            stack.append((node, True))\n",
+            )
+        ],
+        {ITER},
+    ),
+    (
+        "topological_order_iterative marks nodes visited when they are pushed",
+        [
+            (
+                ITERATIVE,
+                """\
+    order, visited, stack = [], {root}, [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        else:
+            stack.append((node, True))
+            for parent in node._prev:
+                if parent not in visited:
+                    visited.add(parent)
+                    stack.append((parent, False))
+    return order
+""",
+            )
+        ],
+        {ITER},
     ),
 ]
 
@@ -662,7 +708,11 @@ def grad_check(f, xs):""",
         ],
     ),
     (
-        "topological_order_iterative with (node, done) pairs",
+        "topological_order_iterative with (node, iterator of parents) pairs",
+        [(ITERATIVE, ITERATORS)],
+    ),
+    (
+        "topological_order_iterative with pairs, visited parents not pushed",
         [
             (
                 ITERATIVE,
@@ -675,7 +725,7 @@ def grad_check(f, xs):""",
         elif node not in seen:
             seen.add(node)
             stack.append((node, True))
-            stack.extend((parent, False) for parent in node._prev)
+            stack.extend((p, False) for p in node._prev if p not in seen)
     return order
 """,
             )
