@@ -102,20 +102,23 @@ def passed(what: str) -> None:
 
 
 def graph_nodes(root) -> list:
-    """Every node that ``root`` depends on, through ``_prev``, each after its parents."""
+    """Every node that ``root`` depends on, through ``_prev``, each after its parents.
+
+    (Lesson 2 has you write a sort like this one. This one keeps, for each node on its
+    stack, the parents it has still to visit; it works on any engine's nodes.)"""
     order: list = []
-    seen: set[int] = set()
-    stack = [(root, False)]
+    seen = {id(root)}
+    stack = [(root, iter(getattr(root, "_prev", ()) or ()))]
     while stack:
-        node, parents_done = stack.pop()
-        if parents_done:
+        node, waiting = stack[-1]
+        for parent in waiting:
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append((parent, iter(getattr(parent, "_prev", ()) or ())))
+                break
+        else:
+            stack.pop()
             order.append(node)
-        elif id(node) not in seen:
-            seen.add(id(node))
-            stack.append((node, True))
-            for parent in getattr(node, "_prev", ()) or ():
-                if id(parent) not in seen:
-                    stack.append((parent, False))
     return order
 
 
