@@ -9,11 +9,20 @@ import itertools
 import json
 import os
 import random
+import subprocess
 import sys
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, SOLUTIONS, STUDENT_ID_ENV, ScratchCourse, failing_cells, read
+from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
+    STUDENT_ID_ENV,
+    VENV_BIN,
+    ScratchCourse,
+    failing_cells,
+    read,
+)
 
 from autograder.demo import STUDENTS, worked_quiz
 from autograder.demo import _valid_order as valid_order
@@ -282,35 +291,44 @@ def test_export_writes_item_statistics_for_the_quizzes_only():
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_a_copied_quiz_by_the_id_it_was_handed_in_under(tmp_path):
-    """Real autograde: ada's worked quiz, handed in by ada and by edsger, saved outputs
-    and all. Edsger loses the questions whose variant differs, and the feedback says the
-    notebook showed ada's variant; his graded notebook shows his own variant."""
+@pytest.mark.parametrize("how", ["python -m autograder grade", "nbgrader autograde"])
+def test_a_copied_quiz_is_graded_by_the_id_it_was_handed_in_under(tmp_path, how):
+    """Really graded, both ways: ada's worked quiz, handed in by ada and by edsger, saved
+    outputs and all. Edsger loses the questions whose variant differs, and the feedback
+    says the notebook showed ada's variant; his graded notebook shows his own variant."""
     assignment = QUIZ[0]
     course = ScratchCourse(tmp_path, [assignment])
     course.release(assignment)
     ada = worked_quiz(read(SOLUTIONS, assignment), assignment, "ada")
     course.submit("ada", assignment, ada)
     course.submit("edsger", assignment, ada)
-    scores = course.autograde(assignment)
+    if how == "nbgrader autograde":
+        scores = course.autograde(assignment)
+    else:
+        env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", "grade", assignment, "-q"],
+            cwd=course.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+        scores = course.scores(assignment)
     full = course.max_scores(assignment)
     assert scores["ada"] == full
     lost = {c for c, p in scores["edsger"].items() if p == 0}
     assert len(lost) >= 6
     graded = course.autograded("edsger", assignment)
-    messages = [
-        o
-        for c in graded.cells
-        for o in c.get("outputs", [])
-        if o.get("ename") == "HiddenTestFailed"
-    ]
+    outputs = [o for c in graded.cells for o in c.get("outputs", [])]
+    messages = [o for o in outputs if o.get("ename") == "HiddenTestFailed"]
     assert len(messages) == len(lost)
     assert all("showed the variant of id 'ada'" in " ".join(o.traceback) for o in messages)
     shown = [
         o["data"]["text/plain"]
-        for c in graded.cells
-        for o in c.get("outputs", [])
-        if "text/plain" in o.get("data", {}) and "Your variant" in o["data"]["text/plain"]
+        for o in outputs
+        if "Your variant" in str(o.get("data", {}).get("text/plain", ""))
     ]
     assert shown and "'edsger'" in shown[0], shown
 

@@ -66,6 +66,11 @@ class GuardedExecute(Execute):
         0,
         help="the hidden tests' inputs are drawn from this seed (0: a new one for every notebook)",
     ).tag(config=True)
+    student = Unicode(
+        "",
+        help="the id the submission was handed in under (default: nbgrader's student id; "
+        "grade runs each submission in a private course, under another)",
+    ).tag(config=True)
     skip_tags = List(
         ["demo", "practice"],
         help="cells with these tags are not run, unless they are solution or test cells",
@@ -75,7 +80,7 @@ class GuardedExecute(Execute):
         self._limits = oslimits.Limits(config=self.config)
         self._name = resources["nbgrader"]["notebook"]
         self._assignment = resources["nbgrader"].get("assignment", "")
-        self._student = str(resources["nbgrader"].get("student") or "")
+        self._student = self.student or str(resources["nbgrader"].get("student") or "")
         shown = nb.metadata.get("autograder", {}).get("shown_id", "")  # ShownVariant's
         self._shown = shown if isinstance(shown, str) and len(shown) <= 100 else ""
         self._seed = self.seed or secrets.randbits(48)
