@@ -121,14 +121,24 @@ def test_every_test_cell_reads_like_a_check():
 
 
 def test_readme_table_lists_every_assignment():
-    """The README's table and the students' start page name every assignment in source/."""
-    from autograder.course import assignments
+    """The README's table and the students' start page name every assignment in source/,
+    numbered as the course numbers them (a lesson split in two: 5 and 5b)."""
+    from autograder.course import assignments, number
 
     readme = (ROOT / "README.md").read_text()
     start = (ROOT / "source" / ".shared" / "START-HERE.md").read_text()
-    for number, assignment in enumerate(assignments(), 1):
-        assert f"| {number} | `{assignment}` |" in readme, assignment
+    for assignment in assignments():
+        assert f"| {number(assignment)} | `{assignment}` |" in readme, assignment
         assert f"]({assignment}/" in start, assignment
+
+
+def test_a_lesson_split_in_two_is_numbered_with_a_letter(tmp_path):
+    from autograder.course import number
+
+    for name in ("01_value", "05_mlp", "05_training", "06_checkpoint_mlp", ".shared"):
+        (tmp_path / name).mkdir()
+    got = [number(a, tmp_path) for a in ("01_value", "05_mlp", "05_training", "06_checkpoint_mlp")]
+    assert got == ["1", "5", "5b", "6"]
 
 
 def test_readme_names_the_two_commands():
