@@ -42,6 +42,16 @@ def kind(assignment: str) -> str:
     return "lesson"
 
 
+def number(assignment: str, source: Path = SOURCE) -> str:
+    """What the course calls an assignment in its tables: its folder's number ("5" for
+    05_mlp), with a letter for a later folder of the same number ("5b" for 05_training,
+    a lesson split in two)."""
+    prefix = assignment.split("_", 1)[0]
+    same = [a for a in assignments(source) if a.split("_", 1)[0] == prefix]
+    place = same.index(assignment) if assignment in same else 0
+    return str(int(prefix)) + ("" if place == 0 else "abcdefghijklmnopqrstuvwxyz"[place])
+
+
 class CoursekitError(GraderError):
     """coursekit.py could not be placed in an assignment folder (one line says why)."""
 

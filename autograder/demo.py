@@ -310,8 +310,10 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
 
 
 def class_table(outcomes, assignments: list[str]) -> str:
+    from .course import number
+
     by = {(o.student, o.assignment): o for o in outcomes}
-    short = [a.split("_", 1)[0] for a in assignments]
+    short = [a.split("_", 1)[0] + number(a).lstrip("0123456789") for a in assignments]
     head = ["student", "submitted", "expected", *short, "total"]
     rows = [head]
     for student, what, expected in STUDENTS:

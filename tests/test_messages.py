@@ -13,6 +13,7 @@ import test_01_value as lesson1
 import test_02_backward as lesson2
 import test_03_activations as lesson3
 import test_05_mlp as lesson5
+import test_05_training as lesson5b
 from helpers import SOURCE, failing_cells, mutate, read
 
 pytestmark = pytest.mark.slow
@@ -38,10 +39,10 @@ NAMES = {
     "mlp_test_neuron": ("Neuron", "Module", "zero_grad"),
     "mlp_test_mlp": ("Layer", "MLP"),
     "mlp_test_linear": ("Linear", "Sequential"),
-    "mlp_test_mse": ("mse_loss",),
-    "mlp_test_bce": ("binary_cross_entropy_with_logits",),
-    "mlp_test_max_margin": ("max_margin_loss",),
-    "mlp_test_train": ("train",),
+    "train_test_mse": ("mse_loss",),
+    "train_test_bce": ("binary_cross_entropy_with_logits",),
+    "train_test_max_margin": ("max_margin_loss",),
+    "train_test_loop": ("train",),
 }
 EXPECTED_VS_GOT = re.compile(r"\b(should|expected)\b", re.IGNORECASE)
 ORDER_REASONS = (
@@ -69,6 +70,7 @@ def catalogue():
         (lesson2, "02_backward"),
         (lesson3, "03_activations"),
         (lesson5, "05_mlp"),
+        (lesson5b, "05_training"),
     ):
         solution = read(SOURCE, assignment)
         for bug in module.BUGS:

@@ -121,14 +121,43 @@ def test_every_test_cell_reads_like_a_check():
 
 
 def test_readme_table_lists_every_assignment():
-    """The README's table and the students' start page name every assignment in source/."""
-    from autograder.course import assignments
+    """The README's table and the students' start page name every assignment in source/,
+    numbered as the course numbers them (a lesson split in two: 5 and 5b)."""
+    from autograder.course import assignments, number
 
     readme = (ROOT / "README.md").read_text()
     start = (ROOT / "source" / ".shared" / "START-HERE.md").read_text()
-    for number, assignment in enumerate(assignments(), 1):
-        assert f"| {number} | `{assignment}` |" in readme, assignment
+    for assignment in assignments():
+        assert f"| {number(assignment)} | `{assignment}` |" in readme, assignment
         assert f"]({assignment}/" in start, assignment
+
+
+def test_a_lesson_split_in_two_is_numbered_with_a_letter(tmp_path):
+    from autograder.course import number
+
+    for name in ("01_value", "05_mlp", "05_training", "06_checkpoint_mlp", ".shared"):
+        (tmp_path / name).mkdir()
+    got = [number(a, tmp_path) for a in ("01_value", "05_mlp", "05_training", "06_checkpoint_mlp")]
+    assert got == ["1", "5", "5b", "6"]
+
+
+# One sitting: the longest lessons had about 2,300 words of prose and 6 exercises when
+# lesson 5 (3,500 words, 7 exercises) was split in two (issue 24).
+LESSON_WORDS, LESSON_EXERCISES = 2500, 6
+
+
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if kind(a) == "lesson"])
+def test_no_lesson_is_too_long_for_one_sitting(assignment):
+    """At most LESSON_WORDS words of markdown and LESSON_EXERCISES graded exercises a
+    lesson (quizzes and problem sets are homework, not lessons)."""
+    nb = nbformat.read(next((SOURCE / assignment).glob("*.ipynb")), as_version=4)
+    words = sum(len(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    exercises = sum(1 for c in nb.cells if c.cell_type == "code" and is_test_cell(c))
+    assert words <= LESSON_WORDS, f"{assignment}: {words} words of prose (most {LESSON_WORDS})"
+    assert exercises <= LESSON_EXERCISES, (
+        f"{assignment}: {exercises} exercises (most {LESSON_EXERCISES}): split the lesson"
+    )
+    assert exercises >= 1 and words >= 500, assignment
 
 
 def test_readme_names_the_two_commands():

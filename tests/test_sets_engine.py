@@ -90,14 +90,14 @@ def test_a_broken_cell_of_the_lesson_costs_only_the_names_it_defines(tmp_path):
     path = folder.parent / "05_mlp" / "mlp.ipynb"
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "mlp_mse":
-            cell.source = "def mse_loss(preds, targets):\n    return (\n"  # a syntax error
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "mlp_linear":
+            cell.source = "class Linear(Module):\n    def __init__(self\n"  # a syntax error
     nbformat.write(nb, path)
     assert load(folder, "mine", "Value", "MLP")["params"] == 21
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "mlp_mlp"]
     nbformat.write(nb, path)
     error = load(folder, "mine", "MLP")["error"]
-    assert "define no MLP" in error and "mlp_mse" in error, error
+    assert "define no MLP" in error and "mlp_linear" in error, error
 
 
 def test_quiz_6_publishes_exactly_lesson_5s_network():

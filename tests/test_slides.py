@@ -44,7 +44,7 @@ def test_every_lesson_has_slide_metadata():
 
 def test_only_lessons_have_slides():
     assert slides.lessons() == [a for a in assignments() if kind(a) == "lesson"]
-    assert {"01_value", "05_mlp"} <= set(slides.lessons())
+    assert {"01_value", "05_mlp", "05_training"} <= set(slides.lessons())
     with pytest.raises(slides.SlidesError, match=r"04_checkpoint_engine.*not for quizzes"):
         slides.lessons(["04_checkpoint_engine"])
 

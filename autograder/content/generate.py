@@ -105,6 +105,8 @@ def solution_notebook(source_nb: Path, practice: Practice | None = None) -> nbfo
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = markers.solved(cell.source)
+            # a quiz's first cell: the worked answers are for an example student's variant
+            cell.source = cell.source.replace('my_id = ""', f'my_id = "{EXAMPLE_ID}"')
             cell.outputs = []
             cell.execution_count = None
     nb.metadata["course"] = course_metadata(source_nb.parent.name, practice)

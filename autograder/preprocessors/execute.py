@@ -11,8 +11,8 @@ of its configuration (``Limits``: the course's, or a job's when ``grade`` runs i
 are its kernels' (sandbox.py). Cells listed in ``skip_cells`` (those that crashed or hung
 the kernel in an earlier run) are not run at all, nor are the course's demonstrations
 (cells tagged ``demo``: training runs and plots that no test needs). A problem set's cell
-tagged ``engine`` runs the course's engine instead of the student's choice, as its
-hidden tests do (verdicts/hidden/sets.py). What happened is kept as ``Event``s in
+tagged ``engine`` (and lesson 5b's) runs the course's engine instead of the student's
+choice, as its hidden tests do (verdicts/hidden/sets.py). What happened is kept as ``Event``s in
 ``RUNS``, one entry per notebook run in this process.
 """
 
@@ -47,7 +47,7 @@ RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events"
 
 SKIPPED = "this cell crashed or hung the grading kernel in an earlier run, so it was not run again"
 DEMO = "[a demonstration: not run while grading]\n"
-ENGINE_TAG = "engine"  # a problem set's cell that picks the engine (coursekit.engine)
+ENGINE_TAG = "engine"  # a set's (or lesson 5b's) cell that picks the engine (coursekit.engine)
 COURSE_ENGINE = "[graded on the course's engine: this cell ran the course's, not this line]\n"
 
 

@@ -206,7 +206,8 @@ def practice_round(assignment: str) -> dict | None:
 
 def engine_code(assignment: str) -> str | None:
     """What grading runs in place of a problem set's cell tagged ``engine``: the course's
-    engine (``ENGINE`` of the assignment's hidden module; None for the lessons)."""
+    engine (``ENGINE`` of the assignment's hidden module: the sets' and lesson 5b's; None
+    for the other lessons)."""
     module = _hidden(assignment)
     engine = getattr(module, "ENGINE", None)
     return engine.code if engine is not None else None

@@ -4,7 +4,8 @@ A problem set (07_set_gradients, 08_set_training, 09_set_arrays) uses the engine
 network the student built in the lessons. In the notebook the student picks whose (the
 cell tagged ``engine``: ``engine("mine", ...)`` or ``engine("course", ...)``, see
 coursekit); grading always uses the course's, so that a slip in a lesson costs nothing
-in a set. A set's hidden module says which names it needs::
+in a set. Lesson 5b (05_training), which trains lesson 5's network, gets it the same way.
+A set's hidden module says which names it needs::
 
     ENGINE = course_engine("Value", "MLP")
 

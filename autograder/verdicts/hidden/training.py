@@ -1,7 +1,8 @@
-"""Hidden test of 05_mlp's train() (exercise 7): the update rule, zeroing, learning-rate
-decay, mini-batches, printing, and learning XOR-like points. Every run uses a model and a
-loss made by the probe (autograder/verdicts/probe/nn.py), never the student's modules or losses, so
-a bug elsewhere in the lesson costs nothing here. Registered in 05_mlp.py's TESTS."""
+"""Hidden test of 05_training's train() (lesson 5b, exercise 4): the update rule, zeroing,
+learning-rate decay, mini-batches, printing, and learning XOR-like points. Every run uses
+a model and a loss made by the probe (autograder/verdicts/probe/nn.py), never the
+student's modules or losses, so a bug elsewhere in the lesson costs nothing here.
+Registered in 05_training.py's TESTS."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ grader sends it only once that exercise's own checks are done (``verdicts.Deferr
 
 - ``runtime.py``: running a request, plain values, graphs of Values;
 - ``engine.py``: operations for lessons 1 to 3 and the quizzes;
-- ``nn.py``: operations for lesson 05 (modules, losses, training);
+- ``nn.py``: operations for lessons 5 and 5b (modules; losses, training);
 - ``set_gradients.py``, ``set_training.py``, ``set_arrays.py``: the problem sets' (their
   names start ``sg_``, ``st_``, ``sa_``: the parts share one namespace in the kernel).
 """

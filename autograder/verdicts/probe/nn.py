@@ -1,5 +1,6 @@
-"""Probe operations for lesson 05: modules, losses and the training loop, on models and
-losses made here that depend on nothing else the student wrote (inside the kernel)."""
+"""Probe operations for lessons 5 and 5b (05_mlp, 05_training): modules, losses and the
+training loop, on models and losses made here that depend on nothing else the student
+wrote (inside the kernel)."""
 
 from __future__ import annotations
 
