@@ -2,7 +2,7 @@
 written any way, and catch the classic bugs, each in the cell that grades the broken
 exercise and only there (layers and MLPs are graded on the course's Module and Neuron).
 
-Mutants run the notebook's graded cells only (the locked engine, the exercises and their
+Mutants run the notebook's graded cells only (the engine cell, the exercises and their
 checks): grading skips the training demos too, and no check depends on them. The
 solution and the blank release run in full.
 """
@@ -470,9 +470,14 @@ def solution():
 
 
 def graded_only(nb):
-    """The notebook without its demo cells: only the locked, solution and check cells."""
+    """The notebook without its demo cells: only the engine cell (the course's lessons 1
+    to 3, from the notebooks next to it) and the locked, solution and check cells."""
     nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if c.cell_type != "code" or grade_id(c)]
+    nb.cells = [
+        c
+        for c in nb.cells
+        if c.cell_type != "code" or grade_id(c) or "engine" in c.metadata.get("tags", [])
+    ]
     return nb
 
 

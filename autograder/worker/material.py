@@ -10,7 +10,9 @@ The material is laid out like the course itself (``nbgrader_config.py``, ``autog
 ``source/``), so the grader finds everything where it would in the course folder: the
 kernels' start-up files and hidden tests under ``autograder/``, the reference engine
 under ``source/.reference`` (where ``autograder/verdicts/hidden/common.py`` looks), the assignment's
-source folder, and its template gradebook (``templates/<assignment>.db``).
+source folder, the source folders of the earlier lessons that the course's engine of a
+lesson is read from (verdicts/hidden/lessons.py), and its template gradebook
+(``templates/<assignment>.db``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..course import ROOT, SHARED, SOURCE, Course
+from ..verdicts.api import engine_lessons
 from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 
 
@@ -43,10 +46,12 @@ def material_files(
     course: Course, assignment: str, template: Path, shared: dict[str, bytes] | None = None
 ) -> dict[str, bytes]:
     """Everything a worker needs to grade ``assignment``, as {path: bytes}: the
-    ``shared_files()`` (read now unless given), the assignment's source folder (links
-    followed) and its template gradebook."""
+    ``shared_files()`` (read now unless given), the assignment's source folder and those
+    of the lessons its course engine is read from (links followed), and its template
+    gradebook."""
     files = dict(shared if shared is not None else shared_files())
-    files.update(read_tree(course.source / assignment, f"source/{assignment}/"))
+    for folder in (*engine_lessons(assignment), assignment):
+        files.update(read_tree(course.source / folder, f"source/{folder}/"))
     files[template_path(assignment)] = template.read_bytes()
     return files
 
