@@ -209,7 +209,7 @@ def solution_code(source: str) -> str:
 
 def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
     """Run the cell's hidden test; its verdict. A problem set's requests all carry its
-    course engine (``ENGINE``)."""
+    course engine (``ENGINE.given``; a lesson's kernel holds the course's engine itself)."""
     test = hidden_tests(assignment).get(grade_id)
     engine = getattr(_hidden(assignment), "ENGINE", None)
     kernel.engine = (engine.given,) if engine is not None and engine.given else ()

@@ -10,9 +10,10 @@ The material is laid out like the course itself (``nbgrader_config.py``, ``autog
 ``source/``), so the grader finds everything where it would in the course folder: the
 kernels' start-up files and hidden tests under ``autograder/``, the reference engine
 under ``source/.reference`` (where ``autograder/verdicts/hidden/common.py`` looks), the assignment's
-source folder, the source folders of the earlier lessons that the course's engine of a
-lesson is read from (verdicts/hidden/lessons.py), and its template gradebook
-(``templates/<assignment>.db``).
+source folder, and its template gradebook (``templates/<assignment>.db``). Every material
+also holds the instructor notebooks of the lessons that the course's engine of a lesson is
+read from (verdicts/hidden/lessons.py): a worker imports the grader once, from the first
+material it gets, and its hidden tests read the course's files from there.
 """
 
 from __future__ import annotations
@@ -22,21 +23,24 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import ROOT, SHARED, SOURCE, Course
+from ..course import ROOT, SHARED, SOURCE, Course, assignments
 from ..verdicts.api import engine_lessons
 from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 
 
 def shared_files() -> dict[str, bytes]:
     """What every assignment's material holds: the grader (its package, with the probe and
-    the hidden tests, and nbgrader_config.py), the reference engine and the students'
-    helper module. A run reads them once, so that all its workers grade with one version
-    of the grader even if its files change meanwhile."""
+    the hidden tests, and nbgrader_config.py), the reference engine, the students' helper
+    module and the lessons the course's engine of a lesson is read from. A run reads them
+    once, so that all its workers grade with one version of the grader even if its files
+    change meanwhile."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
+    lessons = sorted({lesson for a in assignments() for lesson in engine_lessons(a)})
     for folder, prefix in [
         (ROOT / CODE, f"{CODE}/"),
         (SOURCE / ".reference", "source/.reference/"),
         (SHARED, "source/.shared/"),
+        *((SOURCE / lesson, f"source/{lesson}/") for lesson in lessons),
     ]:
         files.update(read_tree(folder, prefix))
     return files
@@ -46,12 +50,10 @@ def material_files(
     course: Course, assignment: str, template: Path, shared: dict[str, bytes] | None = None
 ) -> dict[str, bytes]:
     """Everything a worker needs to grade ``assignment``, as {path: bytes}: the
-    ``shared_files()`` (read now unless given), the assignment's source folder and those
-    of the lessons its course engine is read from (links followed), and its template
-    gradebook."""
+    ``shared_files()`` (read now unless given), the assignment's source folder (links
+    followed) and its template gradebook."""
     files = dict(shared if shared is not None else shared_files())
-    for folder in (*engine_lessons(assignment), assignment):
-        files.update(read_tree(course.source / folder, f"source/{folder}/"))
+    files.update(read_tree(course.source / assignment, f"source/{assignment}/"))
     files[template_path(assignment)] = template.read_bytes()
     return files
 
