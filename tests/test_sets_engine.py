@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import SOLUTIONS, SOURCE
+from helpers import NOTEBOOKS, SOLUTIONS, SOURCE
 
 from autograder.verdicts import api
 from autograder.verdicts.hidden.common import kit
@@ -39,7 +39,7 @@ else:
     given = dict(zip(names, found))
     Value = given.get("Value")
     out = {{"kinds": [type(f).__name__ for f in found]}}
-    if Value is not None:
+    try:
         x = Value(2.0)
         y = x * x + x
         if hasattr(Value, "backward"):
@@ -47,6 +47,8 @@ else:
             out["grad"] = x.grad
         if hasattr(Value, "tanh"):
             out["tanh"] = Value(0.5).tanh().data
+    except (NotImplementedError, TypeError):
+        out["unwritten"] = True
     if "MLP" in given:
         net = given["MLP"](3, [4, 1])
         out["params"] = len(net.parameters())
@@ -188,6 +190,20 @@ def test_an_earlier_lessons_failing_checks_are_named_as_last_saved(tmp_path):
     assert all(len(line) < 90 for line in lines)
 
 
+def test_an_earlier_lesson_not_written_yet_is_named(tmp_path):
+    """Lesson 2 begun before lesson 1 is done: the checks here would say "not written
+    yet" of code the student did write, so the engine cell says whose it is."""
+    folder = student_folder(tmp_path, [], here="02_backward")
+    shutil.copytree(NOTEBOOKS / "01_value", folder.parent / "01_value", symlinks=False)
+    lines = printed(folder, "mine", "Value")
+    assert lines[0] == "Value: your own, from 01_value."
+    text = " ".join(lines[1:])
+    assert (
+        "your 01_value notebook has add_mul, hand_backprop, arithmetic, reflected still to "
+        "write: a check here that uses them fails too"
+    ) in text, lines
+
+
 def test_missing_broken_or_looping_notebooks_say_so_in_one_line(tmp_path):
     folder = student_folder(tmp_path, ["02_backward"], here="03_activations")
     names = ("Value",)
@@ -261,6 +277,14 @@ def test_course_reads_the_past_lessons_beside_the_students_folder(tmp_path):
     assert got["grad"] == 5.0 and got["grad_check"] < 1e-6
     lines = printed(folder, "course", "Value")
     assert lines == ["Value: the course's, from 02_backward (which starts from 01_value)."]
+
+
+def test_course_may_also_sit_among_the_lesson_folders(tmp_path):
+    """Assignments fetched from nbgrader's exchange sit side by side in the home folder:
+    a course/ folder among them serves too."""
+    folder = student_folder(tmp_path, [], here="02_backward")
+    shutil.copytree(SOLUTIONS / "01_value", folder.parent / "course" / "01_value")
+    assert load(folder, "course", "Value")["kinds"] == ["type"]
 
 
 def test_course_is_the_lessons_engine_for_the_sets(tmp_path):

@@ -826,15 +826,18 @@ def engine(which: str, *names: str):
             whose = f"your {here.name} notebook, which starts from it" if nested else (
                 "this notebook's folder")
             raise EngineNotFound(f"engine(): {folder}/{notebook} is not next to {whose}")
-    else:
-        course = here.parent if here.parent.name == COURSE_FOLDER else (
-            here.parent.parent / COURSE_FOLDER)
-        path = course / folder / notebook
-        if not path.is_file():
+    else:  # course/ beside the lessons' folder (the student edition), or among them
+        if here.parent.name == COURSE_FOLDER:  # a course notebook's engine cell
+            courses = [here.parent]
+        else:
+            courses = [here.parent.parent / COURSE_FOLDER, here.parent / COURSE_FOLDER]
+        shipped = [c / folder / notebook for c in courses if (c / folder / notebook).is_file()]
+        if not shipped:
             raise EngineNotFound(
                 f"engine(): the course's {folder} is not out yet: it comes once {folder} "
                 'is past its due date (until then, use "mine")'
             )
+        path = shipped[0]
     if not nested:
         _found.clear()
     namespace, failed = _run_lesson(path, which)
@@ -902,8 +905,13 @@ def _run_lesson(path, which: str) -> tuple[dict, list[str]]:
         cells = engine_cells(_read(path))
     except Exception as exc:
         raise EngineNotFound(f"engine(): {name} cannot be read ({_error(exc, 60)})") from None
-    failing = [e for e, ok, _ in saved_results(path) if ok is False] if which == "mine" else []
-    _found.append((path.parent.name, failing))
+    failing, unwritten = [], []
+    if which == "mine":
+        failing = [e for e, ok, _ in saved_results(path) if ok is False]
+        unwritten = [c.metadata["nbgrader"].get("grade_id", "?").split("_", 1)[-1]
+                     for c in cells if c.metadata.get("nbgrader", {}).get("solution")
+                     and "raise NotImplementedError()" in c.source]
+    _found.append((path.parent.name, failing, unwritten))
     namespace, failed = {"__name__": f"lesson_{path.parent.name}"}, []
     _loading.append(path)
     try:
@@ -926,17 +934,21 @@ def _say_where(which: str, names) -> None:
     fail, as last saved: a check here that uses them fails too."""
     import textwrap
 
-    lessons = [lesson for lesson, _ in _found]
+    def listed(items) -> str:
+        return ", ".join(items[:4]) + (", ..." if len(items) > 4 else "")
+
+    lessons = [lesson for lesson, _, _ in _found]
     whose = "your own" if which == "mine" else "the course's"
     after = f" (which starts from {', '.join(lessons[1:])})" if lessons[1:] else ""
     print(f"{', '.join(names)}: {whose}, from {lessons[0]}{after}.")
-    for lesson, failing in _found:
-        if failing:
-            shown = ", ".join(failing[:4]) + (", ..." if len(failing) > 4 else "")
+    for lesson, failing, unwritten in _found:
+        problems = ([f"fails the checks of {listed(failing)}"] if failing else []) + (
+            [f"has {listed(unwritten)} still to write"] if unwritten else [])
+        if problems:
             text = (
-                f"As last saved, your {lesson} notebook fails the checks of {shown}: a "
-                "check here that uses them fails too. Fix them there (and save), or "
-                f'switch to "course" once {lesson} is past.'
+                f"As last saved, your {lesson} notebook {' and '.join(problems)}: a check "
+                "here that uses them fails too. Fix them there (and save), or switch to "
+                f'"course" once {lesson} is past.'
             )
             print("\n".join(textwrap.wrap(text, WIDTH)))
     _found.clear()
