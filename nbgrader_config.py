@@ -76,7 +76,10 @@ c.Autograde.autograde_preprocessors = [
 # A test cell a student deleted is put back before grading (and graded). With this on,
 # nbgrader fails on duplicated cells unless DropEmptyMetadata runs after DeduplicateIds.
 c.OverwriteCells.add_missing_cells = True
+# ShownVariant notes, before the outputs are cleared, which student's variant a quiz
+# notebook showed (a wrong answer's message says when it was another id's).
 c.Autograde.sanitize_preprocessors = [
+    "autograder.preprocessors.shownvariant.ShownVariant",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "autograder.preprocessors.dropemptymetadata.DropEmptyMetadata",

@@ -10,15 +10,17 @@ from .errors import ExitCode
 
 def _generate(args: argparse.Namespace) -> int:
     from .content.generate import generate
+    from .verdicts.api import practice_round
 
-    generate(args.assignments or None, solutions=not args.no_solutions)
+    generate(args.assignments or None, solutions=not args.no_solutions, practice=practice_round)
     return ExitCode.OK
 
 
 def _check_generated(args: argparse.Namespace) -> int:
     from .content.generate import check_generated
+    from .verdicts.api import practice_round
 
-    problems = check_generated(args.assignments or None)
+    problems = check_generated(args.assignments or None, practice=practice_round)
     for line in problems:
         print(f"stale: {line}")
     if problems:

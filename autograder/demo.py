@@ -11,6 +11,10 @@ assignment with a generated ``solutions/`` and ``notebooks/`` folder, eight stud
   alan       an endless `while True` loop        stopped by the per-cell limit, rest graded
   dennis     a truncated, malformed file         zero, with the reason
   barbara    the solution, a day late            full marks, marked late
+  edsger     ada's quizzes, his own lessons      quiz answers for ada's variant: lost, and why
+
+Quizzes give every student a variant of their own: each honest student's quiz notebook
+holds plain answers to their own variant, as if they had typed them (``worked_quiz``).
 
 as a Canvas-style zip per assignment. Then it runs what an instructor runs: ``collect``,
 ``grade``, ``feedback``, ``export``, and prints the class table.
@@ -29,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import NOTEBOOKS, ROOT, SOLUTIONS
+from .course import NOTEBOOKS, ROOT, SOLUTIONS, kind
 
 DEMO = ROOT / "demo-class"
 DUE = datetime(2026, 1, 15, 23, 59)
@@ -43,6 +47,7 @@ STUDENTS = [
     ("alan", "an endless loop", "loop stopped, rest graded"),
     ("dennis", "a malformed file", "zero, reason given"),
     ("barbara", "the solution, late", "full marks, late"),
+    ("edsger", "ada's quiz, copied", "loses the quiz"),
 ]
 CANVAS_IDS = {name: (1000 + i, 5000 + i) for i, (name, _, _) in enumerate(STUDENTS)}
 
@@ -112,6 +117,54 @@ def with_cell_after_first_test(solution, source: str):
     return nb
 
 
+def _literal(value) -> str:
+    return repr(value)
+
+
+def _valid_order(before: dict[str, list[str]]) -> list[str]:
+    order: list[str] = []
+    while len(order) < len(before):
+        order.append(
+            next(i for i in sorted(before) if i not in order and set(before[i]) <= set(order))
+        )
+    return order
+
+
+def worked_quiz(solution, assignment: str, student: str):
+    """The quiz as ``student`` would hand it in: plain answers to their own variant in the
+    answer cells (a function keeps its body, with the variant's numbers written in), and
+    the setup cell's output naming their id, as running it shows."""
+    from .preprocessors.shownvariant import QUIZ_MIME
+    from .verdicts.api import hidden_module
+    from .verdicts.hidden import quiz
+
+    module = hidden_module(assignment)
+    nb = _copy(solution)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        question = (_gid(cell) or "").rsplit("_", 1)[-1]
+        if not _is_solution(cell) or question not in module.KEYS:
+            continue
+        v = quiz.variant(assignment, student, question)
+        if v.kind == "function":
+            numbers = ", ".join(f"{k}={x!r}" for k, x in v.values.items())
+            cell.source = cell.source.replace(
+                f'quiz.variant("{question}")', f"__import__('types').SimpleNamespace({numbers})"
+            )
+            continue
+        key = module.KEYS[question].key(v)
+        answer = _valid_order(key) if v.kind == "order" else key
+        cell.source = f"# {question}, worked out by {student}\n{question} = {_literal(answer)}"
+    setup = next(c for c in nb.cells if _gid(c) and _gid(c).endswith("_setup"))
+    shown = {
+        "text/plain": f"Your variant of this quiz: id {student!r}",
+        QUIZ_MIME: {"assignment": assignment, "id": student},
+    }
+    setup.outputs = [nbformat.v4.new_output("display_data", data=shown)]
+    return nb
+
+
 def submissions_for(assignment: str) -> dict[str, dict[str, bytes]]:
     """{student: {notebook file name: bytes}}."""
     out: dict[str, dict[str, bytes]] = {s: {} for s, _, _ in STUDENTS}
@@ -119,18 +172,23 @@ def submissions_for(assignment: str) -> dict[str, dict[str, bytes]]:
         solution = nbformat.read(path, as_version=4)
         blank = nbformat.read(NOTEBOOKS / assignment / path.name, as_version=4)
         text = nbformat.writes(solution)
+        own = {student: solution for student, _, _ in STUDENTS}
+        if kind(assignment) == "quiz":  # each their own variant's answers; edsger ada's
+            own = {s: worked_quiz(solution, assignment, s) for s in own}
+            own["edsger"] = own["ada"]
         made = {
-            "ada": solution,
+            "ada": own["ada"],
             "katherine": blank,
-            "grace": typical_bug(solution, blank),
-            "linus": half_done(solution, blank),
+            "grace": typical_bug(own["grace"], blank),
+            "linus": half_done(own["linus"], blank),
             "margaret": with_cell_after_first_test(
-                solution, "import os\n\nos._exit(1)  # a debugging leftover"
+                own["margaret"], "import os\n\nos._exit(1)  # a debugging leftover"
             ),
             "alan": with_cell_after_first_test(
-                solution, "while True:  # waiting for something that never happens\n    pass"
+                own["alan"], "while True:  # waiting for something that never happens\n    pass"
             ),
-            "barbara": solution,
+            "barbara": own["barbara"],
+            "edsger": own["edsger"],
         }
         for student, nb in made.items():
             out[student][path.name] = nbformat.writes(nb).encode()

@@ -49,6 +49,8 @@ def mutate(nb: nbformat.NotebookNode, old: str, new: str) -> nbformat.NotebookNo
 
 
 SEED = 20261122  # the hidden tests' inputs in the suite (grading draws a new seed each time)
+STUDENT = "test-student"  # the id cells run and are graded under (a quiz's variant)
+STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # what grading sets in the kernel: whose variant
 
 
 def code_of(cell) -> str:
@@ -63,10 +65,11 @@ def code_of(cell) -> str:
 
 
 def is_demo(cell) -> bool:
+    """A cell grading does not run (GuardedExecute.skip_tags): a demonstration, a quiz's
+    practice round."""
     md = cell.metadata.get("nbgrader", {})
-    return (
-        "demo" in cell.metadata.get("tags", []) and not md.get("solution") and not md.get("grade")
-    )
+    skipped = {"demo", "practice"} & set(cell.metadata.get("tags", []))
+    return bool(skipped) and not md.get("solution") and not md.get("grade")
 
 
 class CellFailed(Exception):
@@ -77,17 +80,24 @@ class CellFailed(Exception):
 
 
 @contextlib.contextmanager
-def lesson_path(assignment: str):
-    """The assignment's folder first on sys.path (for coursekit), as in a kernel there.
-    The recursion limit is put back afterwards: code under test may raise it, and a later
-    endless recursion would then overflow the C stack and kill this process."""
+def lesson_path(assignment: str, student: str = STUDENT):
+    """The assignment's folder first on sys.path (for coursekit), and ``student`` as the id
+    a quiz shows, as in a grading kernel there. The recursion
+    limit is put back afterwards: code under test may raise it, and a later endless
+    recursion would then overflow the C stack and kill this process."""
     folder = str(SOURCE / assignment)
     limit = sys.getrecursionlimit()
+    before = os.environ.get(STUDENT_ID_ENV)
     sys.path.insert(0, folder)
     sys.modules.pop("coursekit", None)
+    os.environ[STUDENT_ID_ENV] = student
     try:
         yield
     finally:
+        if before is None:
+            os.environ.pop(STUDENT_ID_ENV, None)
+        else:
+            os.environ[STUDENT_ID_ENV] = before
         sys.path.remove(folder)
         sys.modules.pop("coursekit", None)
         sys.setrecursionlimit(limit)
@@ -100,6 +110,7 @@ def run_cells(
     until: str | None = None,
     tests: bool = True,
     namespace: dict | None = None,
+    student: str = STUDENT,
 ) -> dict:
     """Execute ``nb``'s code cells in this process (test cells without their hidden
     region); return the namespace.
@@ -109,9 +120,11 @@ def run_cells(
     Output is swallowed.
     """
     ns = {"__name__": "__main__", **(namespace or {})}
-    with lesson_path(assignment):
+    with lesson_path(assignment, student):
         for cell in nb.cells:
             if cell.cell_type != "code" or (not tests and is_test_cell(cell)):
+                continue
+            if "practice" in cell.metadata.get("tags", []):  # a quiz's: never graded
                 continue
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
@@ -123,11 +136,21 @@ def run_cells(
     return ns
 
 
-def verdict_of(ns: dict, assignment: str, cell_id: str, seed: int = SEED):
-    """The hidden test's verdict on the namespace as it is (the probe runs in a fork)."""
+def verdict_of(
+    ns: dict,
+    assignment: str,
+    cell_id: str,
+    seed: int = SEED,
+    student: str = STUDENT,
+    shown: str = "",
+):
+    """The hidden test's verdict on the namespace as it is (the probe runs in a fork),
+    for a submission handed in under ``student`` whose notebook showed ``shown``'s quiz
+    variant (if it says)."""
     from autograder.verdicts import api as verdicts
 
-    kernel = verdicts.Kernel(verdicts.local_ask(ns), verdicts.cell_seed(seed, cell_id), 30)
+    seed = verdicts.cell_seed(seed, cell_id)
+    kernel = verdicts.Kernel(verdicts.local_ask(ns), seed, 30, student=student, shown=shown)
     return verdicts.verdict(assignment, cell_id, kernel)
 
 
@@ -137,6 +160,8 @@ def failing_cells(
     seed: int = SEED,
     visible: bool = False,
     first: bool = False,
+    student: str = STUDENT,
+    shown: str = "",
 ) -> dict[str, str]:
     """Run every cell as grading does, carrying on past failures: {grade id of a test
     cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
@@ -146,7 +171,7 @@ def failing_cells(
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
-    with lesson_path(assignment):
+    with lesson_path(assignment, shown or student):
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or is_demo(cell):
                 continue
@@ -157,7 +182,7 @@ def failing_cells(
                 if visible or not is_test_cell(cell):
                     failed[grade_id(cell) or f"cell {i}"] = str(exc)
             if is_test_cell(cell) and not visible:
-                result = verdict_of(ns, assignment, grade_id(cell), seed)
+                result = verdict_of(ns, assignment, grade_id(cell), seed, student, shown)
                 if not result.passed:
                     failed[grade_id(cell)] = result.message
             if first and failed:

@@ -3,6 +3,10 @@ any way, and catch the classic bugs, each in the cell that grades the broken exe
 only there: backward() and zero_grad are graded with the course's topological_order,
 grad_check with the course's backward() and numerical_grad."""
 
+import importlib
+import itertools
+import random
+
 import pytest
 from helpers import (
     SOURCE,
@@ -25,7 +29,16 @@ TOPO, BACK, ZERO, NUM, CHECK, ITER = (
     "backward_test_topological_order_iterative",
 )
 EXERCISES = {TOPO, BACK, ZERO, NUM, CHECK, ITER}
+NAMES = {  # the function each cell grades, which the first line of its message names
+    TOPO: "topological_order",
+    BACK: "backward()",
+    ZERO: "zero_grad",
+    NUM: "numerical_grad",
+    CHECK: "grad_check",
+    ITER: "topological_order_iterative",
+}
 DEEP_DEMO = "deep.backward()"  # the demo after exercise 6: backward() on a 10,000-deep chain
+ENGINE_DEMO = "checks = {"  # the demo after exercise 5: grad_check on the whole engine
 
 # ---- the solution's code, and what the bugs and variants replace in it --------------------
 
@@ -47,6 +60,21 @@ CENTRAL = """\
 """
 ITERATIVE = """\
     order = []
+    visited = set()
+    stack = [(root, False)]  # (node, are its parents done?)
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        elif node not in visited:
+            visited.add(node)
+            stack.append((node, True))  # comes off again once its parents are done
+            for parent in node._prev:
+                stack.append((parent, False))
+    return order
+"""
+ITERATORS = """\
+    order = []
     visited = {root}
     stack = [(root, iter(root._prev))]  # a node, and the parents it has yet to visit
     while stack:
@@ -60,6 +88,11 @@ ITERATIVE = """\
             stack.pop()
             order.append(node)
     return order
+"""
+RETURN = """\
+    return max(
+        abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12) for v, n in zip(values, numerical)
+    )
 """
 RECURSIVE = """\
     order, visited = [], set()
@@ -190,10 +223,10 @@ BUGS = [
         [("        up = list(xs)\n        down = list(xs)\n", "        up = down = xs\n")],
         {NUM},
     ),
-    ("grad_check without abs()", [("max(abs(v.grad - n) for", "max((v.grad - n) for")], {CHECK}),
+    ("grad_check without abs()", [("abs(v.grad - n) / max(", "(v.grad - n) / max(")], {CHECK}),
     (
         "grad_check sums instead of taking the max",
-        [("return max(abs(", "return sum(abs(")],
+        [("    return max(\n", "    return sum(\n")],
         {CHECK},
     ),
     (
@@ -208,15 +241,7 @@ BUGS = [
     ),
     (
         "topological_order_iterative without a visited set",
-        [
-            (
-                "            if parent not in visited:\n"
-                "                visited.add(parent)\n"
-                "                stack.append((parent, iter(parent._prev)))\n"
-                "                break\n",
-                "            stack.append((parent, iter(parent._prev)))\n            break\n",
-            )
-        ],
+        [("        elif node not in visited:\n            visited.add(node)\n", "        else:\n")],
         {ITER},
     ),
     (
@@ -268,6 +293,175 @@ BUGS = [
     (
         "topological_order_iterative by recursion, with the recursion limit raised",
         [(ITERATIVE, "    import sys\n\n    sys.setrecursionlimit(100_000)\n" + RECURSIVE)],
+        {ITER},
+    ),
+    # grad_check: the relative error, and every input's (issue 24: the hidden test once
+    # saw mostly one wrong input per function, and the sum of the errors passed it)
+    (
+        "grad_check returns the absolute difference",
+        [(RETURN, "    return max(abs(v.grad - n) for v, n in zip(values, numerical))\n")],
+        {CHECK},
+    ),
+    (
+        "grad_check divides by the engine's gradient only",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(v.grad), 1e-12)")],
+        {CHECK},
+    ),
+    (
+        "grad_check divides by the numerical gradient only",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(n), 1e-12)")],
+        {CHECK},
+    ),
+    (
+        "grad_check divides by |engine| + |numerical|",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(v.grad) + abs(n), 1e-12)")],
+        {CHECK},
+    ),
+    (
+        "grad_check divides by |max(engine, numerical)|",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(max(v.grad, n)), 1e-12)")],
+        {CHECK},
+    ),
+    (
+        "grad_check without the 1e-12 (0 / 0 where both are 0)",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(v.grad), abs(n))")],
+        {CHECK, ENGINE_DEMO},  # 2 - a * (3 - b) does not use c
+    ),
+    (
+        "grad_check divides by at least 1",
+        [("max(abs(v.grad), abs(n), 1e-12)", "max(abs(v.grad), abs(n), 1.0)")],
+        {CHECK},
+    ),
+    (
+        "grad_check looks at the first input only",
+        [
+            (
+                RETURN,
+                "    v, n = values[0], numerical[0]\n"
+                "    return abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12)\n",
+            )
+        ],
+        {CHECK},
+    ),
+    (
+        "grad_check keeps the last input's error (a loop that overwrites)",
+        [
+            (
+                RETURN,
+                "    for v, n in zip(values, numerical):\n"
+                "        worst = abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12)\n"
+                "    return worst\n",
+            )
+        ],
+        {CHECK},
+    ),
+    (
+        "grad_check skips the last input (range(len(xs) - 1))",
+        [
+            (
+                RETURN,
+                "    worst = 0.0\n"
+                "    for i in range(len(xs) - 1):\n"
+                "        a, n = values[i].grad, numerical[i]\n"
+                "        worst = max(worst, abs(a - n) / max(abs(a), abs(n), 1e-12))\n"
+                "    return worst\n",
+            )
+        ],
+        {CHECK},
+    ),
+    (
+        "grad_check skips the first input (range(1, len(xs)))",
+        [
+            (
+                RETURN,
+                "    worst = 0.0\n"
+                "    for i in range(1, len(xs)):\n"
+                "        a, n = values[i].grad, numerical[i]\n"
+                "        worst = max(worst, abs(a - n) / max(abs(a), abs(n), 1e-12))\n"
+                "    return worst\n",
+            )
+        ],
+        {CHECK},
+    ),
+    (
+        "grad_check returns the mean error",
+        [
+            (
+                RETURN,
+                "    errors = [abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12)\n"
+                "              for v, n in zip(values, numerical)]\n"
+                "    return sum(errors) / len(errors)\n",
+            )
+        ],
+        {CHECK},
+    ),
+    (
+        "grad_check returns the smallest error",
+        [("    return max(\n", "    return min(\n")],
+        {CHECK},
+    ),
+    (
+        "grad_check returns every error (a list)",
+        [
+            (
+                RETURN,
+                "    return [\n"
+                "        abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12)\n"
+                "        for v, n in zip(values, numerical)\n"
+                "    ]\n",
+            )
+        ],
+        {CHECK, ENGINE_DEMO},
+    ),
+    (
+        "grad_check divides the largest difference by the largest gradient",
+        [
+            (
+                RETURN,
+                "    worst = max(abs(v.grad - n) for v, n in zip(values, numerical))\n"
+                "    size = max(max(abs(v.grad), abs(n)) for v, n in zip(values, numerical))\n"
+                "    return worst / max(size, 1e-12)\n",
+            )
+        ],
+        {CHECK},
+    ),
+    # topological_order_iterative: the stack of pairs
+    (
+        "topological_order_iterative pushes (node, True) after its parents",
+        [
+            (
+                "            stack.append((node, True))  # comes off again once its parents are"
+                " done\n"
+                "            for parent in node._prev:\n"
+                "                stack.append((parent, False))\n",
+                "            for parent in node._prev:\n"
+                "                stack.append((parent, False))\n"
+                "            stack.append((node, True))\n",
+            )
+        ],
+        {ITER},
+    ),
+    (
+        "topological_order_iterative marks nodes visited when they are pushed",
+        [
+            (
+                ITERATIVE,
+                """\
+    order, visited, stack = [], {root}, [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+        else:
+            stack.append((node, True))
+            for parent in node._prev:
+                if parent not in visited:
+                    visited.add(parent)
+                    stack.append((parent, False))
+    return order
+""",
+            )
+        ],
         {ITER},
     ),
 ]
@@ -458,21 +652,67 @@ def topological_order(root):""",
         "grad_check with a loop, numerical gradients first",
         [
             (
-                "    values = [Value(x) for x in xs]",
+                "    values = [Value(x) for x in xs]\n    f(*values).backward()",
                 """\
     numeric = numerical_grad(f, xs)
     leaves = [Value(x) for x in xs]
     f(*leaves).backward()
     worst = 0.0
     for leaf, n in zip(leaves, numeric):
-        worst = max(worst, abs(leaf.grad - n))
+        worst = max(worst, abs(leaf.grad - n) / max(abs(leaf.grad), abs(n), 1e-12))
     return worst
-    values = [Value(x) for x in xs]""",
+    values = [Value(x) for x in xs]
+    f(*values).backward()""",
             )
         ],
     ),
     (
-        "topological_order_iterative with (node, done) pairs",
+        "grad_check with a relative_error helper, as problem set 1 has",
+        [
+            (
+                "def grad_check(f, xs):",
+                """\
+def relative_error(a, b):
+    return abs(a - b) / max(abs(a), abs(b), 1e-12)
+
+
+def grad_check(f, xs):""",
+            ),
+            (
+                RETURN,
+                "    errors = [relative_error(v.grad, n) for v, n in zip(values, numerical)]\n"
+                "    return max(errors)\n",
+            ),
+        ],
+    ),
+    (
+        "grad_check with a smaller guard, 1e-15, and the numbers swapped",
+        [
+            (
+                "abs(v.grad - n) / max(abs(v.grad), abs(n), 1e-12)",
+                "abs(n - v.grad) / max(1e-15, abs(n), abs(v.grad))",
+            )
+        ],
+    ),
+    (
+        "grad_check that returns 0.0 where both gradients are 0",
+        [
+            (
+                RETURN,
+                "    worst = 0.0\n"
+                "    for v, n in zip(values, numerical):\n"
+                "        if v.grad != 0 or n != 0:\n"
+                "            worst = max(worst, abs(v.grad - n) / max(abs(v.grad), abs(n)))\n"
+                "    return worst\n",
+            )
+        ],
+    ),
+    (
+        "topological_order_iterative with (node, iterator of parents) pairs",
+        [(ITERATIVE, ITERATORS)],
+    ),
+    (
+        "topological_order_iterative with pairs, visited parents not pushed",
         [
             (
                 ITERATIVE,
@@ -485,7 +725,7 @@ def topological_order(root):""",
         elif node not in seen:
             seen.add(node)
             stack.append((node, True))
-            stack.extend((parent, False) for parent in node._prev)
+            stack.extend((p, False) for p in node._prev if p not in seen)
     return order
 """,
             )
@@ -521,17 +761,29 @@ def topological_order(root):""",
 ]
 
 
+KAHN = next(changes for name, changes in VARIANTS if "Kahn" in name)
+
+
 def apply(nb, changes):
     for old, new in changes:
         nb = mutate(nb, old, new)
     return nb
 
 
+def bug(name):
+    """The changes of the bug called ``name`` in BUGS."""
+    (changes,) = [changes for found, changes, _ in BUGS if found == name]
+    return changes
+
+
 def cell_names(nb, failed):
-    """Failed cells by grade id, and the deep-chain demo (an ungraded cell) by DEEP_DEMO."""
+    """Failed cells by grade id, and the demos (ungraded cells) by DEEP_DEMO, ENGINE_DEMO."""
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    demo = next(f"cell {i}" for i in code if DEEP_DEMO in nb.cells[i].source)
-    return {DEEP_DEMO if name == demo else name for name in failed}
+    demos = {
+        next(f"cell {i}" for i in code if demo in nb.cells[i].source): demo
+        for demo in (DEEP_DEMO, ENGINE_DEMO)
+    }
+    return {demos.get(name, name) for name in failed}
 
 
 @pytest.fixture(scope="module")
@@ -545,11 +797,51 @@ def test_solution_passes_every_check(solution):
 
 @pytest.mark.parametrize("name, changes, cells", BUGS, ids=[b[0] for b in BUGS])
 def test_hidden_tests_catch_bug(solution, name, changes, cells):
+    """Each slip fails exactly its own exercise's cell, with a message whose first line
+    names the function, in lines under 90."""
     nb = apply(solution, changes)
     failed = failing_cells(nb, A)
     assert cell_names(nb, failed) == cells, failed
-    for message in failed.values():
+    for cell, message in failed.items():
         assert all(len(line) < 90 for line in message.splitlines()), message
+        if cell in NAMES:
+            assert NAMES[cell] in message.splitlines()[0], message
+
+
+GRAD_CHECK_SLIPS = [b for b in BUGS if b[0].startswith("grad_check")]
+
+
+@pytest.mark.parametrize(
+    "name, changes, cells", GRAD_CHECK_SLIPS, ids=[b[0] for b in GRAD_CHECK_SLIPS]
+)
+def test_grad_check_slips_are_caught_whatever_the_draw(solution, name, changes, cells):
+    """grad_check's hidden test draws new functions for every submission: each slip fails
+    on every draw, not only on the suite's (a slip that looks at some inputs only, or adds
+    their errors up, once passed one draw in four)."""
+    ns = run_cells(apply(solution, changes), A, until="backward_grad_check", tests=False)
+    passed = [seed for seed in range(6) if verdict_of(ns, A, CHECK, seed).passed]
+    assert passed == [], f"{name} passes with the seeds {passed}"
+
+
+def test_grad_check_cases_put_the_wrong_inputs_everywhere():
+    """The functions grad_check is graded on: with the wrong gradient at the first input,
+    in the middle, at the last, at several (each off by a different amount) and at none,
+    gradients from about 1e-7 to 1e4, and an input that f does not use."""
+    gc = importlib.import_module("autograder.verdicts.hidden.gradcheck")
+    fixed = gc.fixed_cases()
+    assert None not in fixed
+    assert [c.off for c in fixed] == [[], [1], [1], [1], []]
+    assert fixed[4].pairs[1] == (0.0, 0.0)  # x1 unused: 0 against 0
+    sizes = []
+    for seed in range(5):
+        rng = random.Random(seed)
+        for off in gc.OFF_PATTERNS:
+            case = gc.separable_case(rng, off)
+            assert case.off == list(off), (off, case.errors)
+            wrong = sorted(case.errors[i] for i in off)
+            assert all(b > 1.05 * a for a, b in itertools.pairwise(wrong))
+            sizes += [max(abs(a), abs(b)) for a, b in case.pairs]
+    assert min(sizes) < 1e-3 and max(sizes) > 1e3
 
 
 def test_visited_by_data_misses_twin_nodes(solution):
@@ -568,21 +860,53 @@ def test_messages_say_what_is_wrong(solution):
     def message(changes, cell):
         return failing_cells(apply(solution, changes), A)[cell]
 
-    assert "twice" in message(BUGS[0][1], TOPO)
-    assert "before its parent" in message(BUGS[1][1], TOPO)
-    assert "leaves out" in message(BUGS[2][1], TOPO)
-    assert "earlier call" in message(BUGS[3][1], TOPO) or "graph" in message(BUGS[3][1], TOPO)
-    assert "graph_nodes" in message(BUGS[4][1], TOPO)
-    assert "not add 1.0" in message(BUGS[8][1], BACK)
-    assert "run_closures" in message(BUGS[9][1], BACK)
-    assert "on the inner node" in message(BUGS[10][1], ZERO)
-    ignores_h = next(changes for name, changes, _ in BUGS if "ignores the h" in name)
-    assert "ignores h" in message(ignores_h, NUM)
-    in_place = next(changes for name, changes, _ in BUGS if "in place" in name)
+    assert "twice" in message(bug("topological_order without a visited set"), TOPO)
+    assert "before its parent" in message(
+        bug("topological_order appends a node before its parents"), TOPO
+    )
+    assert "leaves out" in message(bug("topological_order leaves out the leaves"), TOPO)
+    mutable = message(bug("topological_order with mutable default arguments"), TOPO)
+    assert "earlier call" in mutable or "graph" in mutable
+    assert "graph_nodes" in message(bug("topological_order borrowed from coursekit"), TOPO)
+    assert "not add 1.0" in message(bug("backward adds the seed (+= 1.0)"), BACK)
+    assert "run_closures" in message(bug("backward borrowed from coursekit"), BACK)
+    assert "on the inner node" in message(bug("zero_grad zeroes only the leaves"), ZERO)
+    assert "ignores h" in message(bug("numerical_grad ignores the h it is given"), NUM)
+    in_place = bug("numerical_grad nudges xs in place and puts it back (rounding changes it)")
     assert "changed the list xs" in message(in_place, NUM)
-    recursion = message(BUGS[20][1], ITER)
+    recursion = message(bug("topological_order_iterative by recursion"), ITER)
     assert "recursion limit" in recursion and "\n" not in recursion and len(recursion) < 90
-    assert "changed the recursion limit" in message(BUGS[-1][1], ITER)
+    raised = bug("topological_order_iterative by recursion, with the recursion limit raised")
+    assert "changed the recursion limit" in message(raised, ITER)
+
+
+GRAD_CHECK_HINTS = [
+    ("grad_check returns the absolute difference", "RELATIVE error"),
+    ("grad_check divides by the engine's gradient only", "the larger of |engine| and"),
+    ("grad_check divides by the numerical gradient only", "the larger of |engine| and"),
+    ("grad_check divides by |engine| + |numerical|", "not the sum"),
+    ("grad_check divides by |max(engine, numerical)|", "not |max(engine, numerical)|"),
+    ("grad_check without the 1e-12 (0 / 0 where both are 0)", "which is never 0"),
+    ("grad_check divides by at least 1", "only avoids 0/0"),
+    ("grad_check looks at the first input only", "LARGEST relative error"),
+    ("grad_check keeps the last input's error (a loop that overwrites)", "LARGEST"),
+    ("grad_check skips the last input (range(len(xs) - 1))", "LARGEST"),
+    ("grad_check skips the first input (range(1, len(xs)))", "LARGEST"),
+    ("grad_check sums instead of taking the max", "LARGEST relative error"),
+    ("grad_check returns the mean error", "LARGEST relative error"),
+    ("grad_check returns every error (a list)", "one number"),
+    ("grad_check without abs()", "never negative"),
+    ("grad_check divides the largest difference by the largest gradient", "each input's"),
+]
+
+
+@pytest.mark.parametrize("name, hint", GRAD_CHECK_HINTS, ids=[h[0] for h in GRAD_CHECK_HINTS])
+def test_grad_check_messages_say_what_is_wrong(solution, name, hint):
+    """grad_check's message names it, shows expected and got, where, and the slip."""
+    message = failing_cells(apply(solution, bug(name)), A)[CHECK]
+    assert message.startswith("grad_check(f, xs) "), message
+    assert "\nf = " in message and "\nat x0=" in message, message
+    assert hint in message, message
 
 
 def test_hidden_checks_called_directly():
@@ -635,9 +959,9 @@ def test_nbgrader_grades_02_backward(tmp_path):
         tmp_path,
         A,
         {
-            "leaves_only": apply(solution, BUGS[10][1]),
-            "recursive": apply(solution, BUGS[20][1]),
-            "kahn": apply(solution, VARIANTS[2][1]),
+            "leaves_only": apply(solution, bug("zero_grad zeroes only the leaves")),
+            "recursive": apply(solution, bug("topological_order_iterative by recursion")),
+            "kahn": apply(solution, KAHN),
         },
     )
     assert sum(full.values()) == 16

@@ -141,7 +141,11 @@ def served(student_edition, tmp_path_factory):
         dest = layout.work / "solved" / name
         shutil.copytree(layout.lessons / name, dest)
         for solved in solved_notebooks(name):
-            shutil.copy(solved, dest / solved.name)
+            nb = nbformat.read(solved, as_version=4)
+            for cell in nb.cells:  # a quiz's: the id its student typed in the first cell
+                if cell.source.rstrip().endswith('my_id = ""'):
+                    cell.source = cell.source.replace('my_id = ""', 'my_id = "ada"')
+            nbformat.write(nb, dest / solved.name)
     shots = tmp_path_factory.mktemp("screenshots")
     settings = base / "lab-settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)  # every cell in the page, so the test can read them all
@@ -561,5 +565,71 @@ def test_blank_lesson_shows_one_line_failures(served, browser_context):
         ], lines
         seconds = run_last_cell(page)
         print(f"\nblank {name}: self-check cell alone: {seconds:.2f} s ({len(lines)} lines)")
+    finally:
+        page.close()
+
+
+def type_into_cell(page, index: int, text: str) -> None:
+    """Replace the source of the page's code cell ``index`` with ``text``, and run it."""
+    editor = page.locator(".jp-Notebook .jp-CodeCell .cm-content").nth(index)
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_timeout(50)
+    wait_idle(page)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_quiz_shows_the_students_variant_and_the_practice_round_answers_at_once(
+    served, browser_context
+):
+    """A student opens the blank quiz, types their id in the first cell, and sees their own
+    variant; the practice cell shows another variant, and an answer to it is checked at
+    once, right or wrong, with the worked answer."""
+    from autograder.verdicts.hidden import quiz
+
+    url, shots = served
+    context, outside = browser_context
+    name = "04_checkpoint_engine"
+    (nb_path,) = sorted((NOTEBOOKS / name).glob("*.ipynb"))
+    page = open_notebook(context, url, f"{name}/{nb_path.name}")  # my-work/, as seeded
+    try:
+        type_into_cell(page, 0, 'my_id = "grace"')
+        page.locator(".jp-Notebook .jp-CodeCell .cm-content").nth(1).click()
+        page.keyboard.press("Shift+Enter")  # the setup cell
+        wait_idle(page)
+        page.keyboard.press("Shift+Enter")  # the practice round's markdown
+        page.keyboard.press("Shift+Enter")  # p = quiz.practice("q2")
+        wait_idle(page)
+        cells = code_cells(page)
+        assert "Your variant of this quiz: id 'grace' (typed in the first cell)" in "".join(
+            o["text"] for o in cells[1]["outputs"]
+        )
+        shown = "\n".join(o["text"] for o in cells[2]["outputs"])
+        v = quiz.variant(name, ("practice", 0), "q2")
+        assert "Practice variant 0 of q2" in shown and v.code.splitlines()[0] in shown, shown
+        drawing = page.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"]')
+        assert drawing.count() == 1 and drawing.first.bounding_box()["height"] > 20
+        keys = __import__(f"autograder.verdicts.hidden.{name}", fromlist=["KEYS"]).KEYS
+        right = keys["q2"].key(v)
+        type_into_cell(page, 3, f"p.answer({right!r})")
+        said = "\n".join(o["text"] for o in code_cells(page)[3]["outputs"])
+        assert said.startswith("✓ Right.") and "Why: " in said, said
+        page.screenshot(path=str(shots / "quiz-practice-right.png"))
+        type_into_cell(page, 3, f"p.answer({right + 2!r})")
+        said = "\n".join(o["text"] for o in code_cells(page)[3]["outputs"])
+        assert said.startswith("✗ Not right.") and "Why: " in said, said
+        # the student's own question 2 shows their variant, not the practice one
+        page.locator(".jp-Notebook .jp-CodeCell .cm-content").nth(4).click()
+        page.keyboard.press("Shift+Enter")  # quiz.show("q1")
+        wait_idle(page)
+        own = quiz.variant(name, "grace", "q1")
+        text = "\n".join(o["text"] for o in code_cells(page)[4]["outputs"])
+        assert own.options[0][1].replace("`", "")[:20] in text, text
+        assert not page.locator(ERROR_OUTPUT).count()
+        assert not outside, f"the lab tried to reach the network: {outside[:5]}"
     finally:
         page.close()

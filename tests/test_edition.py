@@ -215,10 +215,13 @@ def test_release_command_line(tmp_path):
 
 PLANTED = {
     "solution code": ("lessons/05_mlp/mlp.ipynb", "x = module(x)"),
-    "a quiz answer": ("lessons/04_checkpoint_engine/checkpoint_engine.ipynb", "q2 = 22.0"),
+    "a quiz answer": (
+        "lessons/04_checkpoint_engine/checkpoint_engine.ipynb",
+        'q5 = quiz.variant("q5").letter_of("listed twice")',
+    ),
     "its reasoning": (
         "notes.md",
-        "# Why: c = a * b = -6. In d = c*c + c, the node c gets a share from each of its three",
+        "# Why: c = a * b. In d = c*c + k*c, the node c gets a share from each of its uses: 2c",
     ),
     "a hidden test": ("lessons/01_value/value.ipynb", 'load_grader("lesson01").add_mul(Value)'),
     "solution code on a slide": (  # as nbconvert writes code: each token in its own tag
@@ -490,7 +493,7 @@ def test_solutions_download_is_separate_and_holds_no_grader_material(tmp_path):
             assert (dest / assignment / path.name).read_bytes() == path.read_bytes()
     assert edition.leaks(dest, allow_solutions=True) == []
     text = (dest / "04_checkpoint_engine" / "checkpoint_engine.ipynb").read_text()
-    assert "q2 = 22.0" in text  # what self-learners came for
+    assert "q2 = dd_dc * v.b" in text  # what self-learners came for
     assert "README.md" in files(dest)
     assert (dest / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
 

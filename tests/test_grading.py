@@ -424,7 +424,7 @@ def test_export_writes_grades_and_cells(tmp_path):
             }
         )
     )
-    grades_csv, cells_csv = commands_export(tmp_path)
+    grades_csv, cells_csv, _items = commands_export(tmp_path)
     rows = list(csv.DictReader(grades_csv.open(encoding="utf-8")))
     assert list(rows[0])[:4] == ["student", "assignment", "score", "max_score"]
     by = {r["student"]: r for r in rows}

@@ -579,7 +579,7 @@ def test_export_neutralises_formula_ids_and_notes(tmp_path):
     record = tmp_path / "autograded" / "=2+5" / A / ".autograder.json"
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps({"note": '=HYPERLINK("http://x")', "review": ["@x"]}))
-    grades, cells = export(root=tmp_path)
+    grades, cells, _items = export(root=tmp_path)
     rows = list(csv.DictReader(grades.open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == sorted("'" + s if s != "alice" else s for s in ids)
     assert {(r["score"], r["max_score"]) for r in rows} == {("3", "4")}

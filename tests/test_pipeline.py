@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell
 
-from autograder.course import assignments
+from autograder.course import assignments, kind
 
 ASSIGNMENTS = assignments()
 SECRET_MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
@@ -31,8 +31,9 @@ def test_reference_engine_is_not_an_nbgrader_assignment():
 
 def test_generated_folders_are_up_to_date():
     from autograder.content.generate import check_generated
+    from autograder.verdicts.api import practice_round
 
-    problems = check_generated()
+    problems = check_generated(practice=practice_round)  # as `python -m autograder` does
     assert problems == [], "\n".join(problems) + "\nrun: make generate"
 
 
@@ -41,7 +42,9 @@ def test_assignment_folder_holds_only_what_students_need(assignment):
     names = sorted(p.name for p in (SOURCE / assignment).iterdir() if p.name != "__pycache__")
     notebooks = [n for n in names if n.endswith(".ipynb")]
     assert len(notebooks) == 1, names
-    data = sorted(set(names) - set(notebooks) - {"coursekit.py"})
+    quiz = {"questions.py"} if kind(assignment) == "quiz" else set()  # what variants show
+    assert quiz <= set(names), names
+    data = sorted(set(names) - set(notebooks) - {"coursekit.py"} - quiz)
     assert "coursekit.py" in names and all(n.endswith(".csv") for n in data), names
     text = (SOURCE / assignment / notebooks[0]).read_text()
     for name in data:  # a data set students load: the notebook names it and its licence

@@ -1,59 +1,79 @@
-"""The two checkpoint quizzes (04_checkpoint_engine, 06_checkpoint_mlp): every answer key is
-right (worked out again here, independently of the grader), every valid order counts, a
-wrong or malformed answer costs exactly its own question, and nothing released gives an
-answer away."""
+"""The two checkpoint quizzes (04_checkpoint_engine, 06_checkpoint_mlp): every variant of
+every question is well formed and its key is right (worked out again here, independently
+of the grader: PyTorch, finite differences, the test's own parsing), every valid order
+counts, and a wrong or malformed answer costs exactly its own question, with one line
+that does not give the right answer away. The variants themselves (one per student, the
+practice round, copied notebooks) are tests/test_quiz_variants.py's."""
 
 from __future__ import annotations
 
-import ast
+import importlib
 import itertools
 import math
+import random
 import re
 
 import nbformat
 import pytest
-import refgrad
 import torch
 from helpers import (
-    NOTEBOOKS,
-    SOLUTIONS,
     SOURCE,
+    STUDENT,
     ScratchCourse,
     failing_cells,
     grade_id,
-    is_test_cell,
     read,
     run_cells,
 )
-from refgrad import nn as refnn
 
 ENGINE, MLP = "04_checkpoint_engine", "06_checkpoint_mlp"
 QUIZ = (ENGINE, MLP)
 PREFIX = {ENGINE: "engine_quiz", MLP: "mlp_quiz"}
-SIZE = {ENGINE: (13, 17), MLP: (15, 19)}  # (questions, points)
-FUNCTIONS = {(ENGINE, "q13"): "softplus_grad", (MLP, "q6"): "hinge_grad"}
-
+SIZE = {ENGINE: (13, 17), MLP: (17, 19)}  # (questions, points)
+IDS = [f"student{i}" for i in range(40)] + ["ada", "grace", "a.b@uni.edu", "Zoë O'Neil"]
 
 # Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
 EQUIVALENT_MUTANTS = {
-    "mlp_quiz_q6 line 5: Gt -> GtE": "hinge_grad differs only at the kink 1 - y*s = 0, where "
-    "the slope is undefined and never asked for",
+    "mlp_quiz_q6 line 6: Gt -> GtE": "hinge_grad differs only at the kink margin - y*s = 0, "
+    "where the slope is undefined and never asked for",
+    "mlp_quiz_q6 line 6: Mult -> Div": "-weight * y and -weight / y are equal: y is 1 or -1",
 }
+
+
+def _covering_ids() -> list[str]:
+    """Students whose variants, between them, show every wording, option order... of every
+    question: tests/test_mutants.py grades a mutant of a worked answer as each of them, so
+    that a slip in the branch for any wording shows."""
+    from autograder.verdicts.hidden import quiz
+
+    chosen, seen = [], set()
+    for i in range(400):
+        who = f"s{i}"
+        new = set()
+        for assignment in QUIZ:
+            for q in quiz.questions_of(assignment).QUESTIONS:
+                v = quiz.variant(assignment, who, q)
+                new.add((assignment, q, v.stem, v.template))
+        if new - seen:
+            chosen.append(who)
+            seen |= new
+    return chosen
+
+
+MUTANT_STUDENTS = [STUDENT, *_covering_ids()]
 
 
 @pytest.fixture(scope="module")
 def graders():
     """Each quiz's hidden-answer module, by assignment."""
-    import importlib
-
     return {a: importlib.import_module(f"autograder.verdicts.hidden.{a}") for a in QUIZ}
 
 
 @pytest.fixture(scope="module")
-def kit():
-    from autograder.students.selfcheck import load_coursekit
+def quiz():
+    from autograder.verdicts.hidden import quiz
 
-    return load_coursekit()
+    return quiz
 
 
 @pytest.fixture(scope="module")
@@ -61,89 +81,11 @@ def solutions():
     return {a: read(SOURCE, a) for a in QUIZ}
 
 
-@pytest.fixture(scope="module")
-def answers(solutions):
-    """Each quiz's solution answers, by question: {assignment: {"q1": "b", ...}}."""
-    result = {}
-    for a, nb in solutions.items():
-        ns = run_cells(nb, a, tests=False)
-        result[a] = {q: ns[name] for q, name in answer_names(nb, a).items()}
-    return result
-
-
-# ---- reading the quiz notebooks ---------------------------------------------------------
-
-
-def check_cells(nb, assignment) -> dict[str, nbformat.NotebookNode]:
-    """{"q1": the check cell of question 1, ...}"""
-    start = f"{PREFIX[assignment]}_test_"
-    return {
-        grade_id(c)[len(start) :]: c
-        for c in nb.cells
-        if is_test_cell(c) and grade_id(c).startswith(start)
-    }
-
-
-def answer_names(nb, assignment) -> dict[str, str]:
-    """{"q1": "q1", ..., "q13": "softplus_grad"}: the name each check cell looks at."""
-    names = {}
-    for q, cell in check_cells(nb, assignment).items():
-        call = next(ln for ln in cell.source.splitlines() if ln.startswith("check_answer("))
-        names[q] = ast.parse(call).body[0].value.args[0].value
-    return names
-
-
-def question_text(nb, q: str) -> str:
-    heading = f"### Question {q[1:]} "
-    (cell,) = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(heading)]
-    return cell.source
-
-
-def code_block(markdown: str) -> str:
-    return re.search(r"```(?:python)?\n(.*?)```", markdown, re.S).group(1)
-
-
-def visible_spec(cell) -> dict:
-    """The keywords the check cell gives check_answer, as values."""
-    call = next(ln for ln in cell.source.splitlines() if ln.startswith("check_answer("))
-    node = ast.parse(call).body[0].value
-    spec = {}
-    for kw in node.keywords:
-        if isinstance(kw.value, ast.Name):
-            spec[kw.arg] = {
-                "float": float,
-                "int": int,
-                "bool": bool,
-                "list": list,
-                "callable": callable,
-            }[kw.value.id]
-        elif isinstance(kw.value, ast.Call):  # range(1, 11)
-            spec[kw.arg] = range(*(a.value for a in kw.value.args))
-        else:
-            spec[kw.arg] = ast.literal_eval(kw.value)
-    return spec
-
-
-def with_answer(nb, assignment, q: str, new: str) -> nbformat.NotebookNode:
-    """A copy of ``nb`` whose answer to ``q`` is ``new``: the right-hand side of
-    ``q3 = ...``, or for a function question its whole body."""
-    nb = nbformat.from_dict(nb)
-    (cell,) = [c for c in nb.cells if grade_id(c) == f"{PREFIX[assignment]}_{q}"]
-    lines = cell.source.splitlines()
-    begin = lines.index(next(ln for ln in lines if "### BEGIN SOLUTION" in ln))
-    end = lines.index(next(ln for ln in lines if "### END SOLUTION" in ln))
-    if (assignment, q) in FUNCTIONS:
-        body = ["    " + ln for ln in new.splitlines()]
-    else:
-        body = [f"{q} = {new}"]
-    cell.source = "\n".join(lines[: begin + 1] + body + lines[end:])
-    return nb
-
-
-def with_answers(nb, assignment, changes: dict[str, str]):
-    for q, new in changes.items():
-        nb = with_answer(nb, assignment, q, new)
-    return nb
+def variants(quiz, assignment, ids=IDS):
+    """(id, question, variant) for every id and question."""
+    for who in ids:
+        for q in quiz.questions_of(assignment).QUESTIONS:
+            yield who, q, quiz.variant(assignment, who, q)
 
 
 def cell_id(assignment, q):
@@ -154,131 +96,235 @@ def one_short_line(message: str) -> bool:
     return len(message.splitlines()) == 1 and len(message) < 90
 
 
-# ---- the shape of each quiz --------------------------------------------------------------
+def with_answers(nb, assignment, changes: dict[str, str]) -> nbformat.NotebookNode:
+    """``nb`` with the answer cells of ``changes`` ({"q2": "1.5"}) replaced: a variable
+    set to that expression, or a function of that body."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        q = (grade_id(cell) or "").removeprefix(f"{PREFIX[assignment]}_")
+        if q in changes and cell.metadata.nbgrader.get("solution"):
+            header = re.search(r"^def \w+\(.*\):$", cell.source, re.M)
+            if header:
+                body = changes[q].replace("\n", "\n    ")
+                cell.source = f"{header.group(0)}\n    {body}"
+            else:
+                cell.source = f"{q} = {changes[q]}"
+    return nb
+
+
+# ---- the notebooks and the grader agree ----------------------------------------------------
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_quiz_size_and_points_match_the_grader(solutions, graders, assignment):
-    cells = check_cells(solutions[assignment], assignment)
-    questions = graders[assignment].QUESTIONS
-    assert list(cells) == [f"q{i}" for i in range(1, len(cells) + 1)]
-    assert set(cells) == set(questions)
-    points = {q: c.metadata.nbgrader.points for q, c in cells.items()}
-    assert points == {q: question.points for q, question in questions.items()}
-    assert (len(cells), sum(points.values())) == SIZE[assignment]
-    for q in cells:  # the heading states the points the cell gives
-        heading = question_text(solutions[assignment], q).splitlines()[0]
-        assert heading.endswith(f"({points[q]} point{'s' if points[q] > 1 else ''})")
-
-
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_visible_and_hidden_checks_agree_on_form(solutions, graders, assignment):
-    """The check cell and the grader ask for the same kind of answer."""
-    questions = graders[assignment].QUESTIONS
-    for q, cell in check_cells(solutions[assignment], assignment).items():
-        spec = visible_spec(cell)
-        if spec.get("kind") is list:
-            spec["items"] = sorted(spec["items"])
-        assert spec == questions[q].spec, q
-
-
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_solution_passes_every_check(solutions, assignment):
-    assert failing_cells(solutions[assignment], assignment) == {}
-
-
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_blank_quiz_fails_every_check_with_one_line(assignment):
-    blank = read(NOTEBOOKS, assignment)
-    failed = failing_cells(blank, assignment)
-    tests = {cell_id(assignment, q) for q in check_cells(blank, assignment)}
-    assert tests <= set(failed)
-    for cell in tests:
-        assert one_short_line(failed[cell]), failed[cell]
-        assert "not answered yet" in failed[cell] or "NotImplementedError" in failed[cell]
-    # Nothing else breaks: only the unanswered answer cells stop (not setup, not figures).
-    others = set(failed) - tests
-    answer_cells = {f"{PREFIX[assignment]}_q{i}" for i in range(1, SIZE[assignment][0] + 1)}
-    functions = {f"{PREFIX[assignment]}_{q}" for (a, q) in FUNCTIONS if a == assignment}
-    assert others == answer_cells - functions
-
-
-# ---- every answer key, worked out again ------------------------------------------------
-
-
-def run_with_refgrad(code: str) -> dict:
-    ns = {"Value": refgrad.Value}
-    exec(code, ns)
-    return ns
-
-
-@pytest.mark.parametrize("q, expression", [("q2", "a.grad"), ("q3", "x.grad"), ("q11", "x.grad")])
-def test_engine_numbers_follow_from_the_question_code(solutions, answers, q, expression):
-    code = code_block(question_text(solutions[ENGINE], q))
-    want = eval(expression, run_with_refgrad(code))
-    assert abs(answers[ENGINE][q] - want) < 1e-4, (q, want)
-
-
-def test_engine_number_answers(answers):
-    """The same numbers by hand, as the explanations work them out."""
-    assert answers[ENGINE]["q2"] == 2 * (3.0 * -2.0) * -2.0 + -2.0 == 22.0
-    assert answers[ENGINE]["q3"] == 5.0 + 2 * 2.0
-    assert abs(answers[ENGINE]["q11"] - 2 * (1 - math.tanh(1.0) ** 2)) < 1e-4
-
-
-def test_mlp_numbers_follow_from_the_question_code(solutions, answers):
-    nb, got = solutions[MLP], answers[MLP]
-    names = {
-        "MLP": refnn.MLP,
-        "Sequential": refnn.Sequential,
-        "Linear": refnn.Linear,
-        "ReLU": refnn.ReLU,
+def test_quiz_size_and_points_match_the_grader(solutions, graders, quiz, assignment):
+    nb = solutions[assignment]
+    checks = {grade_id(c): c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    keys = graders[assignment].KEYS
+    assert set(keys) == set(quiz.questions_of(assignment).QUESTIONS)
+    assert set(checks) == {cell_id(assignment, q) for q in keys}
+    assert {q: checks[cell_id(assignment, q)].metadata.nbgrader.points for q in keys} == {
+        q: k.points for q, k in keys.items()
     }
-    q1 = re.search(r"`(MLP\(.*?\))`", question_text(nb, "q1")).group(1)
-    assert got["q1"] == len(eval(q1, names).parameters()) == 25
-    q2 = re.search(r"`(Sequential\(.*?\)\))`", question_text(nb, "q2")).group(1)
-    assert got["q2"] == len(eval(q2, names).parameters()) == 26
-    ns = run_with_refgrad(code_block(question_text(nb, "q5")))
-    assert got["q5"] == ns["preds"][0].grad
-    loop = code_block(question_text(nb, "q9"))
-    assert abs(got["q9"] - run_with_refgrad(loop)["p"].data) < 1e-12
-    assert "p.grad = 0.0" in question_text(nb, "q10")
-    no_reset = re.sub(r"(?m)^ *p\.grad = 0\.0\n", "", loop)
-    assert no_reset != loop
-    assert abs(got["q10"] - run_with_refgrad(no_reset)["p"].data) < 1e-12
+    assert (len(keys), sum(k.points for k in keys.values())) == SIZE[assignment]
+    for q in keys:  # each question's heading says its points
+        heading = next(c.source for c in nb.cells if c.source.startswith(f"### Question {q[1:]} "))
+        assert f"({keys[q].points} point" in heading, heading
 
 
-def test_torch_agrees_with_the_pytorch_answers(solutions, answers):
-    """relu's slope at 0 (engine q10) and nn.Linear's weight shape (mlp q15)."""
-    x = torch.tensor(0.0, requires_grad=True)
-    torch.relu(x).backward()
-    assert (x.grad.item() == 0.0) is answers[ENGINE]["q10"]
-    shape = tuple(torch.nn.Linear(3, 2).weight.shape)
-    option = re.search(
-        rf"\*\*{answers[MLP]['q15']}\*\*: `(.*?)`", question_text(solutions[MLP], "q15")
-    ).group(1)
-    assert option == str(shape)
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_solutions_answer_every_variant(solutions, assignment):
+    """The worked solutions are written for any variant: graded as any student, they get
+    full marks (the keys and the solutions were worked out in two different ways)."""
+    for student in ("ada", "student7", "a.b@uni.edu"):
+        assert failing_cells(solutions[assignment], assignment, student=student) == {}
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_every_variant_is_well_formed(quiz, graders, assignment):
+    kinds = {"choice", "truth", "number", "line", "order", "function"}
+    for who, q, v in variants(quiz, assignment):
+        assert v.kind in kinds and v.text.strip(), (who, q)
+        spec = v.spec()
+        key = graders[assignment].KEYS[q].key(v)
+        if v.kind == "choice":
+            assert len(v.options) >= 4 and len({i for i, _ in v.options}) == len(v.options)
+            assert key in spec["choices"]
+        elif v.kind == "number":
+            assert math.isfinite(key) and abs(key) < 1e4, (who, q, key)
+        elif v.kind == "line":
+            assert 1 <= key <= len(v.listing) and v.listing[key - 1].strip(), (who, q)
+        elif v.kind == "order":
+            assert set(key) == set(v.items) and all(set(b) <= set(v.items) for b in key.values())
+        elif v.kind == "function":
+            assert all(math.isfinite(f) for _, f in key)
+
+
+# ---- numbers: PyTorch works each one out again ---------------------------------------------
+
+
+class TorchValue:
+    """The lessons' Value over a float64 torch scalar, so PyTorch's autograd does the work."""
+
+    def __init__(self, data, _t=None):
+        self.t = torch.tensor(float(data), dtype=torch.float64, requires_grad=True)
+        if _t is not None:
+            self.t = _t
+
+    @property
+    def data(self):
+        return float(self.t.detach())
+
+    @data.setter
+    def data(self, value):
+        with torch.no_grad():
+            self.t.copy_(torch.tensor(float(value), dtype=torch.float64))
+
+    @property
+    def grad(self):
+        return 0.0 if self.t.grad is None else float(self.t.grad)
+
+    @grad.setter
+    def grad(self, value):
+        self.t.grad = torch.tensor(float(value), dtype=torch.float64)
+
+    def _op(self, other, fn):
+        other = other.t if isinstance(other, TorchValue) else other
+        return TorchValue(0.0, fn(self.t, other))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._op(o, lambda a, b: b + a)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._op(o, lambda a, b: b * a)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __truediv__(self, o):
+        return self._op(o, lambda a, b: a / b)
+
+    def __pow__(self, n):
+        return self._op(n, lambda a, b: a**b)
+
+    def tanh(self):
+        return TorchValue(0.0, torch.tanh(self.t))
+
+    def backward(self):
+        self.t.backward()
+
+
+def torch_names():
+    def linear(nin, nout):
+        return torch.nn.Linear(nin, nout)
+
+    def mlp(nin, nouts):
+        sizes = [nin, *nouts]
+        layers = [torch.nn.Linear(a, b) for a, b in itertools.pairwise(sizes)]
+        return torch.nn.Sequential(*layers)
+
+    class Counted:
+        def __init__(self, module):
+            self.module = module
+
+        def parameters(self):
+            return [x for p in self.module.parameters() for x in p.flatten()]
+
+    return {
+        "Value": TorchValue,
+        "MLP": lambda nin, nouts: Counted(mlp(nin, nouts)),
+        "Linear": linear,
+        "ReLU": torch.nn.ReLU,
+        "Sequential": lambda *m: Counted(torch.nn.Sequential(*m)),
+    }
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_number_keys_agree_with_pytorch(quiz, graders, assignment):
+    checked = 0
+    for _, q, v in variants(quiz, assignment, IDS[:25]):
+        if v.kind != "number" or "id(" in v.asks:  # where a Value is: test below
+            continue
+        ns = quiz.run(v.code, torch_names())
+        expected = eval(v.asks, ns)
+        assert graders[assignment].KEYS[q].key(v) == pytest.approx(float(expected), abs=1e-9)
+        checked += 1
+    assert checked >= 25 * 3
+
+
+def test_parameter_index_key_is_where_pytorch_keeps_that_parameter(quiz):
+    """Question 16: torch.nn.Linear lists weight (row by row) and then bias, as our Linear
+    does; mark the asked parameter and find it in the flat list."""
+    for who in IDS[:20]:
+        v = quiz.variant(MLP, who, "q16")
+        layer = torch.nn.Linear(v.nin, v.nout)
+        with torch.no_grad():
+            for p in layer.parameters():
+                p.zero_()
+            (layer.bias[v.i] if v.bias else layer.weight[v.i, v.j]).fill_(1.0)
+        flat = torch.cat([p.detach().flatten() for p in layer.parameters()])
+        assert graders_key(MLP, "q16", v) == int(flat.argmax())
+
+
+def test_pytorch_facts_are_pytorchs(quiz):
+    """Question 15's shapes and question 14's calls are what PyTorch has."""
+    for who in IDS[:10]:
+        v = quiz.variant(MLP, who, "q15")
+        shape = tuple(torch.nn.Linear(v.nin, v.nout).weight.shape)
+        assert graders_key(MLP, "q15", v) == v.letter_of(f"`{shape}`")
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.ones(2)).sum().backward()
+    before = model.weight.detach().clone()
+    opt.step()  # the update of question 14's stem s1
+    assert torch.allclose(model.weight, before - 0.1 * model.weight.grad)
+    opt.zero_grad()  # stem s2: the grads are gone
+    assert model.weight.grad is None or not model.weight.grad.any()
+
+
+def graders_key(assignment, q, v):
+    return importlib.import_module(f"autograder.verdicts.hidden.{assignment}").KEYS[q].key(v)
+
+
+# ---- spot the bug: the key's line is the one whose fix gives the right gradients ------------
 
 
 class LessonValue:
     """A Value as the lessons write it: closures without arguments."""
 
     def __init__(self, data, _parents=(), _op=""):
-        self.data, self.grad, self._prev, self._op = float(data), 0.0, set(_parents), _op
+        self.data, self.grad, self._prev, self._op = float(data), 0.0, tuple(_parents), _op
         self._backward = lambda: None
 
+    def __add__(self, other):
+        other = other if isinstance(other, LessonValue) else LessonValue(other)
+        out = LessonValue(self.data + other.data, (self, other))
 
-def listing(markdown: str) -> dict[int, str]:
-    """The numbered code listing of a spot-the-bug question: {line number: code}."""
-    lines = {}
-    for row in code_block(markdown).splitlines():
-        number, _, code = row.strip(" ").partition("  ")
-        lines[int(number)] = code
-    return lines
+        def back():
+            self.grad += out.grad
+            other.grad += out.grad
+
+        out._backward = back
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, LessonValue) else LessonValue(other)
+        out = LessonValue(self.data * other.data, (self, other))
+
+        def back():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+
+        out._backward = back
+        return out
 
 
-def run_closures(root, seed: float) -> None:
-    """Call every node's ``_backward()``, each after all the nodes that use it."""
+def backprop(root):
     order, seen = [], set()
 
     def visit(node):
@@ -289,259 +335,238 @@ def run_closures(root, seed: float) -> None:
             order.append(node)
 
     visit(root)
-    root.grad = seed
+    root.grad = 1.0
     for node in reversed(order):
         node._backward()
 
 
-def gradients(method_source: str, name: str, build) -> list[float]:
+# Each listing's wrong line, and that line as it should read. The graphs use the faulty
+# input twice, once downstream, and give it a parent of its own, so that "=" for "+=" and
+# a missing parent both show.
+RIGHT_LINE = {
+    "m1": (7, "        w.grad += self.data * out.grad"),
+    "m2": (8, "        b.grad += out.grad"),
+    "m3": (6, "        self.grad += w.data * out.grad"),
+    "m4": (3, "    out = Value(self.data * w.data + b.data, (self, w, b), 'muladd')"),
+    "m5": (8, "        b.grad += out.grad"),
+    "cube": (6, "        self.grad += 3 * x**2 * out.grad"),
+    "sinh": (5, "        self.grad += math.cosh(self.data) * out.grad"),
+    "softsign": (6, "        self.grad += out.grad / (1 + abs(x)) ** 2"),
+    "square": (2, "    out = Value(self.data**2, (self,), 'square')"),
+    "cosh": (5, "        self.grad += math.sinh(self.data) * out.grad"),
+}
+PLAIN = {
+    "muladd": lambda x, w, q: (x * w + 1.5 * q) * (1.5 * q),
+    "cube": lambda t: (1.5 * t) ** 3 * (1.5 * t),
+    "sinh": lambda t: math.sinh(1.5 * t) * (1.5 * t),
+    "softsign": lambda t: 1.5 * t / (1 + abs(1.5 * t)) * (1.5 * t),
+    "square": lambda t: (1.5 * t) ** 2 * (1.5 * t),
+    "cosh": lambda t: math.cosh(1.5 * t) * (1.5 * t),
+}
+
+
+def gradients_of(listing: list[str], name: str, at: list[float]) -> list[float]:
     ns = {"Value": LessonValue, "math": math}
-    exec(method_source, ns)
+    exec("\n".join(listing), ns)
     setattr(LessonValue, name, ns[name])
     try:
-        leaves = [LessonValue(0.7), LessonValue(-1.3)]
-        run_closures(build(*leaves), 1.5)
-        return [v.grad for v in leaves]
+        leaves = [LessonValue(x) for x in at]
+        if name == "muladd":
+            x, w, q = leaves
+            b = q * 1.5
+            out = x.muladd(w, b) * b
+        else:
+            y = leaves[0] * 1.5
+            out = getattr(y, name)() * y
+        backprop(out)
+        return [leaf.grad for leaf in leaves]
     finally:
         delattr(LessonValue, name)
 
 
-@pytest.mark.parametrize(
-    "q, name, fix, build, want",
-    [
-        (
-            "q6",
-            "__mul__",
-            "        other.grad += self.data * out.grad",
-            lambda a, b: a * b,
-            lambda a, b: [1.5 * b, 1.5 * a],
-        ),
-        (
-            "q7",
-            "tanh",
-            "        self.grad += (1 - t**2) * out.grad",
-            lambda a, b: a.tanh(),
-            lambda a, b: [1.5 * (1 - math.tanh(a) ** 2), 0.0],
-        ),
-    ],
-)
-def test_spot_the_bug_answer_is_the_line_to_fix(solutions, answers, q, name, fix, build, want):
-    lines = listing(question_text(solutions[ENGINE], q))
-    line = answers[ENGINE][q]
-    assert set(lines) == set(range(1, len(lines) + 1))
-    expected = want(0.7, -1.3)
-    source = "\n".join(lines.values())
-    assert gradients(source, name, build) != pytest.approx(expected)  # as listed: wrong
-    fixed = "\n".join(fix if n == line else code for n, code in lines.items())
-    assert fixed != source
-    assert gradients(fixed, name, build) == pytest.approx(expected)  # that line fixed: right
+def slopes(f, at: list[float], h: float = 1e-6) -> list[float]:
+    out = []
+    for i in range(len(at)):
+        up, down = list(at), list(at)
+        up[i] += h
+        down[i] -= h
+        out.append((f(*up) - f(*down)) / (2 * h))
+    return out
 
 
-# ---- orders: every valid one counts ------------------------------------------------------
+@pytest.mark.parametrize("template", sorted(RIGHT_LINE))
+def test_spot_the_bug_key_is_the_line_to_fix(quiz, template):
+    questions = quiz.questions_of(ENGINE)
+    q = "q6" if template.startswith("m") else "q7"
+    listing = (questions.MULADD if q == "q6" else questions.UNARY)[template]
+    name = "muladd" if q == "q6" else template
+    at = [0.7, -1.3, 0.9] if name == "muladd" else [0.7]
+    want = slopes(PLAIN[name], at)
+    assert gradients_of(listing, name, at) != pytest.approx(want, rel=1e-6)  # as listed: wrong
+    line, fixed = RIGHT_LINE[template]
+    repaired = [fixed if i + 1 == line else text for i, text in enumerate(listing)]
+    assert repaired != listing
+    assert gradients_of(repaired, name, at) == pytest.approx(want, rel=1e-5)  # fixed: right
+    v = next(v for _, qq, v in variants(quiz, ENGINE) if qq == q and v.template == template)
+    assert graders_key(ENGINE, q, v) == line
 
 
-def figure_edges(nb) -> set[tuple[str, str]]:
-    """(parent, child) label pairs of the graph the engine quiz draws for question 4,
-    taken from the real Value objects the figure cell builds."""
-    ns = run_cells(nb, ENGINE, until=f"{PREFIX[ENGINE]}_figure_q4", tests=False)
-    edges, todo, seen = set(), [ns["L"]], set()
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:
+# ---- orders: every valid one counts ----------------------------------------------------------
+
+
+def edges_of(code: str) -> dict[str, set[str]]:
+    """{box: the boxes it is computed from}, read from the question's code."""
+    parents = {}
+    for line in code.splitlines():
+        target, _, expression = line.partition(" = ")
+        parents[target] = {t for t in re.findall(r"\b[a-zA-Z]\b", expression) if t in parents}
+    return parents
+
+
+def test_graph_order_key_is_the_graph_the_question_shows(quiz):
+    for _, q, v in variants(quiz, ENGINE):
+        if q != "q4":
             continue
-        seen.add(id(node))
-        for parent in node._prev:
-            edges.add((parent.label, node.label))
-            todo.append(parent)
-    return edges
+        key = graders_key(ENGINE, q, v)
+        assert {k: set(b) for k, b in key.items()} == edges_of(v.code)
+        valid = [v.names[r] for r in ("x", "y", "z", "u", "v", "w", "L")]
+        assert quiz.wrong(v, valid, quiz_keys(ENGINE)[q]) is None
+        reverse = valid[::-1]
+        assert "must come first" in quiz.wrong(v, reverse, quiz_keys(ENGINE)[q])
 
 
-def backward_order_ok(order, edges) -> bool:
-    """backward() may process a node only after every node that uses it."""
-    position = {label: i for i, label in enumerate(order)}
-    return all(position[child] < position[parent] for parent, child in edges)
+def quiz_keys(assignment):
+    return importlib.import_module(f"autograder.verdicts.hidden.{assignment}").KEYS
 
 
-def test_figure_graph_is_the_one_the_grader_checks(solutions, graders):
-    edges = figure_edges(solutions[ENGINE])
-    assert edges == {
-        ("x", "u"),
-        ("y", "u"),
-        ("u", "v"),
-        ("z", "v"),
-        ("v", "w"),
-        ("x", "w"),
-        ("w", "L"),
-        ("u", "L"),
-    }
-    uses = {}
-    for parent, child in edges:
-        uses.setdefault(parent, set()).add(child)
-    assert {k: v for k, v in graders[ENGINE].backward_order().items() if v} == uses
+def test_graph_order_accepts_exactly_the_valid_orders(quiz):
+    v = quiz.variant(ENGINE, "ada", "q4")
+    parents = edges_of(v.code)
+    accepted = 0
+    for order in itertools.permutations(v.items):
+        place = {label: i for i, label in enumerate(order)}
+        ok = all(place[p] < place[c] for c, ps in parents.items() for p in ps)
+        assert (quiz.wrong(v, list(order), quiz_keys(ENGINE)["q4"]) is None) == ok, order
+        accepted += ok
+    assert 1 < accepted < 5040
 
 
-def test_engine_order_accepts_exactly_the_valid_orders(solutions, answers, graders):
-    edges = figure_edges(solutions[ENGINE])
-    assert backward_order_ok(answers[ENGINE]["q4"], edges)
-    labels = sorted({label for edge in edges for label in edge})
-    valid = 0
-    for order in itertools.permutations(labels):
-        ok = backward_order_ok(order, edges)
-        valid += ok
-        try:
-            graders[ENGINE].grade("q4", list(order))
-        except AssertionError as exc:
-            assert not ok, (order, str(exc))
-            assert one_short_line(str(exc)) and "must come first" in str(exc)
-        else:
-            assert ok, order
-    assert valid == 8  # L, w, v first; then u before x and y, and z anywhere
-
-
-def test_training_step_order_accepts_both_valid_orders(answers, graders):
-    accepted = set()
-    for order in itertools.permutations("abcd"):
-        try:
-            graders[MLP].grade("q7", list(order))
-        except AssertionError:
-            continue
-        accepted.add("".join(order))
-    assert accepted == {"bcad", "cbad"}
-    assert "".join(answers[MLP]["q7"]) in accepted
-
-
-@pytest.mark.parametrize(
-    "assignment, q, order",
-    [
-        (ENGINE, "q4", '["L", "w", "v", "u", "z", "y", "x"]'),
-        (ENGINE, "q4", '["L", "w", "v", "u", "x", "z", "y"]'),
-        (MLP, "q7", '["c", "b", "a", "d"]'),
-    ],
-)
-def test_another_valid_order_keeps_full_marks(solutions, assignment, q, order):
-    assert failing_cells(with_answer(solutions[assignment], assignment, q, order), assignment) == {}
-
-
-# ---- the two code questions --------------------------------------------------------------
-
-
-def slope(f, x, h=1e-6):
-    return (f(x + h) - f(x - h)) / (2 * h)
-
-
-def test_function_answers_are_the_derivatives(answers):
-    softplus_grad = answers[ENGINE]["q13"]
-    for x in (-7.5, -2.0, -0.3, 0.0, 0.4, 3.0, 7.9):
-        assert softplus_grad(x) == pytest.approx(
-            slope(lambda t: math.log1p(math.exp(t)), x), rel=1e-6, abs=1e-8
+def test_training_step_order_accepts_both_valid_orders(quiz):
+    for who in IDS[:10]:
+        v = quiz.variant(MLP, who, "q7")
+        loss, zero, back, update = (
+            v.letter_of(w)
+            for w in ("compute the predictions", "zero_grad", "loss.backward", "p.data")
         )
-    hinge_grad = answers[MLP]["q6"]
-    for score in (-2.5, -1.2, -0.5, 0.3, 0.9, 1.1, 2.0):
-        for y in (1, -1):
-
-            def loss(s, y=y):
-                return max(0.0, 1 - y * s)
-
-            assert hinge_grad(score, y) == pytest.approx(slope(loss, score), abs=1e-6)
+        accepted = {
+            "".join(o)
+            for o in itertools.permutations("abcd")
+            if quiz.wrong(v, list(o), quiz_keys(MLP)["q7"]) is None
+        }
+        assert accepted == {loss + zero + back + update, zero + loss + back + update}
 
 
-@pytest.mark.parametrize(
-    "assignment, q, body",
-    [
-        (ENGINE, "q13", "return math.exp(x) / (1 + math.exp(x))"),
-        (ENGINE, "q13", "e = math.exp(-abs(x))\nreturn 1 / (1 + e) if x >= 0 else e / (1 + e)"),
-        (MLP, "q6", "return float(-y) if y * score < 1 else 0.0"),
-        (MLP, "q6", "if 1 - y * score <= 0:\n    return 0\nreturn -y"),
+# ---- the code questions ------------------------------------------------------------------
+
+
+def test_function_keys_are_the_derivatives(quiz):
+    for who in IDS[:15]:
+        v = quiz.variant(ENGINE, who, "q13")
+        f = quiz_keys(ENGINE)["q13"].truth(v)
+        a, b, c = v.a, v.b, v.c
+        for x in (-7.5, -2.0, -0.3, 0.0, 0.4, 3.0, 7.9):
+            [slope] = slopes(lambda t: c * math.log1p(math.exp(a * t + b)), [x])  # noqa: B023
+            assert f(x) == pytest.approx(slope, rel=1e-6, abs=1e-8)
+        v = quiz.variant(MLP, who, "q6")
+        g = quiz_keys(MLP)["q6"].truth(v)
+        for score, y in itertools.product((-2.6, -1.2, -0.4, 0.3, 0.9, 1.7, 2.2), (1, -1)):
+            if abs(v.margin - y * score) > 1e-3:
+                loss = lambda s, y=y, v=v: v.weight * max(0.0, v.margin - y * s)  # noqa: E731
+                [slope] = slopes(loss, [score])
+                assert g(score, y) == pytest.approx(slope, abs=1e-6)
+
+
+RIGHT_BODIES = {
+    ENGINE: [
+        "v = quiz.variant('q13')\nu = math.exp(v.a * x + v.b)\nreturn v.c * v.a * u / (1 + u)",
+        "v = quiz.variant('q13')\nz = v.a * x + v.b\ne = math.exp(-abs(z))\n"
+        "return v.a * v.c * (1 / (1 + e) if z >= 0 else e / (1 + e))",
     ],
-)
-def test_correct_function_written_differently_keeps_full_marks(solutions, assignment, q, body):
-    nb = with_answer(solutions[assignment], assignment, q, body)
-    assert failing_cells(nb, assignment) == {}
-
-
-@pytest.mark.parametrize(
-    "assignment, q, body",
-    [
-        (ENGINE, "q13", "return math.log(1 + math.exp(x))"),  # softplus itself
-        (ENGINE, "q13", "return math.exp(x)"),  # forgot the chain rule's denominator
-        (ENGINE, "q13", "s = 1 / (1 + math.exp(-x))\nreturn s * (1 - s)"),  # sigmoid's slope
-        (MLP, "q6", "return -y"),  # ignores relu
-        (MLP, "q6", "return y if 1 - y * score > 0 else 0.0"),  # sign
-        (MLP, "q6", "return -y if score < 1 else 0.0"),  # forgets the label in the kink
+    MLP: [
+        "v = quiz.variant('q6')\nreturn float(-y * v.weight) if y * score < v.margin else 0.0",
+        "v = quiz.variant('q6')\nif v.margin - y * score <= 0:\n    return 0\nreturn -y * v.weight",
     ],
-)
-def test_wrong_function_fails_with_one_line(graders, assignment, q, body):
-    with pytest.raises(AssertionError) as info:
-        graders[assignment].grade(q, function(assignment, body))
-    message = str(info.value)
-    assert one_short_line(message) and "is wrong" in message, message
-
-
-def function(assignment, body):
-    """A function with the signature the question asks for, and ``body``."""
-    ns = {"math": math}
-    args = "x" if assignment == ENGINE else "score, y"
-    exec(f"def f({args}):\n    " + body.replace("\n", "\n    "), ns)
-    return ns["f"]
-
-
-# ---- wrong and malformed answers ------------------------------------------------------------
-
-# A well-formed but wrong answer to every question that is not a function.
-WRONG = {
-    ENGINE: {
-        "q1": '"c"',
-        "q2": "-11.0",
-        "q3": "4.0",
-        "q4": '["L", "u", "w", "v", "z", "x", "y"]',
-        "q5": '"b"',
-        "q6": "6",
-        "q7": "2",
-        "q8": "False",
-        "q9": "True",
-        "q10": "False",
-        "q11": "0.41997",
-        "q12": '"a"',
-    },
-    MLP: {
-        "q1": "36",
-        "q2": "15",
-        "q3": "True",
-        "q4": '"a"',
-        "q5": "-1.0",
-        "q7": '["a", "b", "c", "d"]',
-        "q8": '"a"',
-        "q9": "0.2",
-        "q10": "0.44",
-        "q11": "False",
-        "q12": "True",
-        "q13": '"b"',
-        "q14": '"b"',
-        "q15": '"a"',
-    },
 }
+WRONG_BODIES = {
+    ENGINE: [
+        "v = quiz.variant('q13')\nreturn v.c * math.log(1 + math.exp(v.a * x + v.b))",  # f
+        "v = quiz.variant('q13')\nreturn v.c / (1 + math.exp(-(v.a * x + v.b)))",  # no a
+        "return 3.7 / (1 + math.exp(-3.7 * x))",  # another variant's numbers
+    ],
+    MLP: [
+        "return -y * quiz.variant('q6').weight",  # ignores relu
+        "v = quiz.variant('q6')\nreturn v.weight * y if v.margin - y * score > 0 else 0.0",
+        "return -y if 5 - y * score > 0 else 0.0",  # another variant's numbers
+    ],
+}
+FUNCTION_Q = {ENGINE: "q13", MLP: "q6"}
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_wrong_answers_lose_exactly_their_questions(solutions, assignment):
-    wrong = dict(WRONG[assignment])
-    wrong.update({q: body for (a, q), body in HALF_BODY.items() if a == assignment})
-    failed = failing_cells(with_answers(solutions[assignment], assignment, wrong), assignment)
-    assert set(failed) == {cell_id(assignment, q) for q in wrong}
-    for q in wrong:
+def test_functions_written_differently_count_and_wrong_ones_cost_one_line(solutions, assignment):
+    q = FUNCTION_Q[assignment]
+    for student in ("ada", "student3"):
+        for body in RIGHT_BODIES[assignment]:
+            nb = with_answers(solutions[assignment], assignment, {q: body})
+            assert failing_cells(nb, assignment, student=student) == {}, body
+        for body in WRONG_BODIES[assignment]:
+            nb = with_answers(solutions[assignment], assignment, {q: body})
+            failed = failing_cells(nb, assignment, student=student)
+            assert set(failed) == {cell_id(assignment, q)}, body
+            assert one_short_line(failed[cell_id(assignment, q)]), failed
+
+
+# ---- wrong and malformed answers ---------------------------------------------------------
+
+
+def wrong_answer(v, key):
+    """A well-formed answer to variant ``v`` that is wrong."""
+    if v.kind == "number":
+        return repr(key + 1.0)
+    if v.kind == "choice":
+        return repr(next(x for x in "abcd" if x != key))
+    if v.kind == "truth":
+        return repr(not key)
+    if v.kind == "line":
+        return repr(key % len(v.listing) + 1)
+    if v.kind == "order":  # a valid order, backwards
+        order: list[str] = []
+        while len(order) < len(key):
+            order.append(
+                next(i for i in sorted(key) if i not in order and set(key[i]) <= set(order))
+            )
+        return repr(order[::-1])
+    return None
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_wrong_answers_lose_exactly_their_questions(solutions, quiz, graders, assignment):
+    keys = graders[assignment].KEYS
+    changes, right = {}, {}
+    for q, key in keys.items():
+        v = quiz.variant(assignment, STUDENT, q)
+        if v.kind != "function":
+            right[q] = key.key(v)
+            changes[q] = wrong_answer(v, right[q])
+    failed = failing_cells(with_answers(solutions[assignment], assignment, changes), assignment)
+    assert set(failed) == {cell_id(assignment, q) for q in changes}
+    for q in changes:
         message = failed[cell_id(assignment, q)]
         assert one_short_line(message) and message.startswith(f"{q}: "), message
-
-
-@pytest.mark.parametrize("assignment, q", [(a, q) for a in WRONG for q in WRONG[a]])
-def test_wrong_answer_message_keeps_the_right_one_secret(graders, answers, assignment, q):
-    with pytest.raises(AssertionError) as info:
-        graders[assignment].grade(q, eval(WRONG[assignment][q]))
-    message = str(info.value)
-    assert one_short_line(message) and message.startswith(f"{q}: "), message
-    right = answers[assignment][q]
-    shown = [repr(right), f"{right:.6g}" if isinstance(right, float) else repr(right)]
-    assert not any(s in message for s in shown), message
+        key = right[q]
+        if isinstance(key, float):  # the right value never shows
+            shown = re.findall(r"-?\d+(?:\.\d+)?", message.partition(":")[2])
+            assert all(float(x) != pytest.approx(key) for x in shown[:1]), message
 
 
 # (assignment, question, malformed answer, a phrase of the one-line message)
@@ -550,18 +575,16 @@ MALFORMED = [
     (ENGINE, "q3", "[9.0]", "must be a number"),
     (ENGINE, "q1", '"e"', 'must be "a", "b", "c" or "d"'),
     (ENGINE, "q5", "1", 'must be "a", "b", "c" or "d"'),
-    (ENGINE, "q6", "7.5", "must be a whole number from 1 to 10"),
-    (ENGINE, "q7", '"6"', "must be a whole number from 1 to 9"),
+    (ENGINE, "q6", "7.5", "must be a whole number from 1 to 11"),
     (ENGINE, "q8", '"True"', "must be True or False"),
     (ENGINE, "q4", '"L w v z u x y"', "must be a list"),
-    (ENGINE, "q4", '["L", "w", "v", "z", "u", "x"]', "leaves out 'y'"),
-    (ENGINE, "q4", '["L", "w", "v", "z", "u", "x", "y", "q"]', "'q' is not one of"),
-    (ENGINE, "q4", '["L", "w", "v", "z", "u", "x", "x"]', "more than once"),
+    (ENGINE, "q4", '["@"]', "is not one of"),
     (ENGINE, "q13", 'return "0.5"', "must return a number"),
     (ENGINE, "q13", "return x / 0", "raised ZeroDivisionError"),
     (MLP, "q1", '"25"', "must be a number"),
     (MLP, "q9", "None", "is not answered yet"),
     (MLP, "q7", '"bcad"', "must be a list"),
+    (MLP, "q7", '["a", "b", "c", "c"]', "more than once"),
     (MLP, "q6", "pass", "must return a number; got None"),
 ]
 
@@ -569,187 +592,87 @@ MALFORMED = [
 @pytest.mark.parametrize(
     "assignment, q, bad, phrase", MALFORMED, ids=[f"{m[0][:2]}-{m[1]}-{m[2]}" for m in MALFORMED]
 )
-def test_visible_check_rejects_malformed_answer_in_one_line(
-    solutions, kit, assignment, q, bad, phrase
+def test_malformed_answer_fails_visible_and_hidden_check_with_one_line(
+    solutions, assignment, q, bad, phrase
 ):
-    """The check cell's own call, with the malformed answer: one line, and it stops."""
-    cell = check_cells(solutions[assignment], assignment)[q]
-    name = answer_names(solutions[assignment], assignment)[q]
-    value = function(assignment, bad) if (assignment, q) in FUNCTIONS else eval(bad)
-    with pytest.raises(kit.CheckFailed) as info:
-        kit.check_answer(name, value, **visible_spec(cell))
-    (line,) = info.value._render_traceback_()
-    assert line.startswith("✗ ") and phrase in line and len(line) < 90, line
+    """The check cell stops with one line; the grader, even when the visible check is
+    bypassed, says the same line."""
+    nb = with_answers(solutions[assignment], assignment, {q: bad})
+    visible = failing_cells(nb, assignment, visible=True)
+    hidden = failing_cells(nb, assignment)
+    assert set(hidden) == {cell_id(assignment, q)}
+    assert phrase in hidden[cell_id(assignment, q)], hidden
+    assert one_short_line(hidden[cell_id(assignment, q)])
+    assert phrase in visible[cell_id(assignment, q)], visible
 
 
-@pytest.mark.parametrize(
-    "assignment, q, bad, phrase", MALFORMED, ids=[f"{m[0][:2]}-{m[1]}-{m[2]}" for m in MALFORMED]
-)
-def test_grader_rejects_malformed_answers_with_the_same_sentence(
-    graders, assignment, q, bad, phrase
-):
-    """Even if the visible check is bypassed, the grader says the same one line."""
-    value = function(assignment, bad) if (assignment, q) in FUNCTIONS else eval(bad)
-    with pytest.raises(AssertionError) as info:
-        graders[assignment].grade(q, value)
-    assert phrase in str(info.value) and one_short_line(str(info.value))
-
-
-def test_grader_never_crashes_on_odd_answers(graders):
-    odd = [
-        None,
-        "",
-        "b ",
-        float("nan"),
-        float("inf"),
-        [],
-        {},
-        object(),
-        True,
-        1e300,
-        -0.0,
-        ["L"] * 7,
-        lambda: 1,
-        print,
-    ]
-    for quiz, module in graders.items():
-        for q in module.QUESTIONS:
+def test_grader_never_crashes_on_odd_answers(quiz, graders):
+    odd = [None, "", "b ", float("nan"), float("inf"), [], {}, object(), True, 1e300, -0.0]
+    odd += [["L"] * 7, lambda: 1, print, "a" * 10_000]
+    for assignment, module in graders.items():
+        for q in module.KEYS:
             for value in odd:
                 try:
-                    module.grade(q, value)
+                    quiz.grade(assignment, module.KEYS, q, value, "ada")
                 except AssertionError as exc:
-                    assert one_short_line(str(exc)), (quiz, q, value, str(exc))
-                    assert "hidden test stopped" not in str(exc), (quiz, q, value, str(exc))
+                    assert one_short_line(str(exc)), (assignment, q, value, str(exc))
 
 
-def test_letters_are_accepted_in_either_case(solutions):
-    nb = with_answers(solutions[ENGINE], ENGINE, {"q1": '"B"', "q5": '" a "'})
-    assert failing_cells(nb, ENGINE) == {}
-
-
-# A submission with about half the questions wrong, and the score it must get.
-HALF_WRONG = {
-    ENGINE: ["q1", "q3", "q4", "q6", "q8", "q13"],  # 9 of 17 points lost
-    MLP: ["q2", "q5", "q6", "q8", "q9", "q12"],  # 9 of 19 points lost
-}
-HALF_SCORE = {ENGINE: 8, MLP: 10}
-HALF_BODY = {(ENGINE, "q13"): "return math.exp(x)", (MLP, "q6"): "return -y"}
-# A submission with a few malformed answers (a string where a number is expected, ...).
-MALFORMED_SUBMISSION = {
-    ENGINE: {"q2": '"22"', "q4": '"L w v z u x y"', "q13": 'return "0.5"'},
-    MLP: {"q1": '"25"', "q3": '"False"', "q6": "pass"},
-}
-
-
-def half_right(nb, assignment):
+def test_letters_are_accepted_in_either_case(solutions, quiz):
+    key1 = quiz.variant(ENGINE, STUDENT, "q1")
+    key5 = quiz.variant(ENGINE, STUDENT, "q5")
     changes = {
-        q: WRONG[assignment].get(q) or HALF_BODY[(assignment, q)] for q in HALF_WRONG[assignment]
+        "q1": repr(graders_key(ENGINE, "q1", key1).upper()),
+        "q5": repr(f" {graders_key(ENGINE, 'q5', key5)} "),
     }
-    return with_answers(nb, assignment, changes)
+    assert failing_cells(with_answers(solutions[ENGINE], ENGINE, changes), ENGINE) == {}
 
 
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_half_right_submission_loses_exactly_its_wrong_questions(solutions, assignment):
-    failed = failing_cells(half_right(solutions[assignment], assignment), assignment)
-    assert set(failed) == {cell_id(assignment, q) for q in HALF_WRONG[assignment]}
-    points = {
-        q: c.metadata.nbgrader.points
-        for q, c in check_cells(solutions[assignment], assignment).items()
-    }
-    kept = sum(p for q, p in points.items() if q not in HALF_WRONG[assignment])
-    assert kept == HALF_SCORE[assignment]
+def test_answer_keys_are_spread_over_the_letters(quiz, graders):
+    """Over the class, every letter is the key of some choice question about as often."""
+    for assignment, module in graders.items():
+        letters = [
+            module.KEYS[q].key(v) for _, q, v in variants(quiz, assignment) if v.kind == "choice"
+        ]
+        counts = [letters.count(x) for x in "abcd"]
+        assert min(counts) > len(letters) / 8, (assignment, counts)
 
 
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_malformed_submission_loses_exactly_those_questions(solutions, assignment):
-    nb = with_answers(solutions[assignment], assignment, MALFORMED_SUBMISSION[assignment])
-    failed = failing_cells(nb, assignment)
-    assert set(failed) == {cell_id(assignment, q) for q in MALFORMED_SUBMISSION[assignment]}
-    assert all(one_short_line(m) for m in failed.values()), failed
-
-
-# ---- nothing released gives an answer away ------------------------------------------------
-
-
-def solution_lines(nb) -> list[str]:
-    """Every line written inside a solution region of the instructor notebook."""
-    lines = []
-    for cell in nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "### BEGIN SOLUTION" in line:
-                inside = True
-            elif "### END SOLUTION" in line:
-                inside = False
-            elif inside and line.strip():
-                lines.append(line.strip())
-    return lines
-
-
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_release_reveals_no_answer(solutions, assignment):
-    released = read(NOTEBOOKS, assignment)
-    text = "\n".join(c.source for c in released.cells)
-    secret = solution_lines(solutions[assignment])
-    assert len(secret) > 3 * SIZE[assignment][0]  # an answer and its explanation each
-    for line in secret:
-        assert line not in text, line
-    assert "Why:" not in text and "grade(" not in text
-    for cell in released.cells:
-        assert cell.get("outputs", []) == []
-        if is_test_cell(cell):  # a check cell only checks the form of the answer
-            docstring, call = cell.source.splitlines()
-            assert docstring.startswith('"""Check: ') and call.startswith("check_answer(")
-
-
-@pytest.mark.parametrize("assignment", QUIZ)
-def test_solutions_give_every_answer_with_a_reason(assignment, answers):
-    nb = read(SOLUTIONS, assignment)
-    cells = {grade_id(c): c for c in nb.cells if grade_id(c)}
-    for q in answers[assignment]:
-        source = cells[f"{PREFIX[assignment]}_{q}"].source
-        assert "# Why: " in source and "NotImplementedError" not in source, q
-        outputs = "".join(o.get("text", "") for o in cells[cell_id(assignment, q)].outputs)
-        assert outputs.startswith("✓ "), (q, outputs)
-
-
-def test_answer_keys_are_spread_over_the_letters(graders):
-    """Guessing one letter for every multiple-choice question gets few of them right."""
-    for quiz, module in graders.items():
-        keys = []
-        for q, question in module.QUESTIONS.items():
-            if question.spec.get("choices") != "abcd":
-                continue
-            for letter in "abcd":
-                try:
-                    module.grade(q, letter)
-                except AssertionError:
-                    continue
-                keys.append(letter)
-        assert len(set(keys)) >= 3 and max(map(keys.count, keys)) <= 2, (quiz, keys)
-
-
-# ---- real nbgrader -------------------------------------------------------------------------
+# ---- real nbgrader ---------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_nbgrader_grades_the_quizzes(tmp_path, solutions):
+def test_nbgrader_grades_the_quizzes(tmp_path, solutions, quiz, graders):
     course = ScratchCourse(tmp_path, list(QUIZ))
+    rng = random.Random(7)
     for assignment, nb in solutions.items():
         course.release(assignment)
         blank = read(course.path / "notebooks", assignment)
-        malformed = MALFORMED_SUBMISSION[assignment]
         course.submit("perfect", assignment, nb)
         course.submit("blank", assignment, blank)
-        course.submit("half", assignment, half_right(nb, assignment))
-        course.submit("malformed", assignment, with_answers(nb, assignment, malformed))
+        keys = graders[assignment].KEYS
+        lost = rng.sample(
+            sorted(q for q in keys if quiz.variant(assignment, "half", q).kind != "function"), 5
+        )
+        half = {
+            q: wrong_answer(
+                quiz.variant(assignment, "half", q),
+                keys[q].key(quiz.variant(assignment, "half", q)),
+            )
+            for q in lost
+        }
+        course.submit("half", assignment, with_answers(nb, assignment, half))
         scores = course.autograde(assignment)
         full = course.max_scores(assignment)
         assert sum(full.values()) == SIZE[assignment][1]
         assert scores["perfect"] == full
         assert set(scores["blank"].values()) == {0.0}
-        lost = {cell_id(assignment, q) for q in HALF_WRONG[assignment]}
-        assert scores["half"] == {c: 0.0 if c in lost else p for c, p in full.items()}
-        assert sum(scores["half"].values()) == HALF_SCORE[assignment]
-        bad = {cell_id(assignment, q) for q in malformed}
-        assert scores["malformed"] == {c: 0.0 if c in bad else p for c, p in full.items()}
+        gone = {cell_id(assignment, q) for q in lost}
+        assert scores["half"] == {c: 0.0 if c in gone else p for c, p in full.items()}
+
+
+def test_solution_cells_run_in_order(solutions):
+    """Run top to bottom as a student would (practice cells aside), nothing fails."""
+    for assignment, nb in solutions.items():
+        ns = run_cells(nb, assignment)
+        assert ns["quiz"].student == STUDENT

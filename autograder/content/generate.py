@@ -7,7 +7,12 @@
   drawings are saved in it.
 
 Both carry ``metadata.course.source_digest``, a hash of the assignment's source folder,
-so ``check_generated`` (and a test) can tell when either folder is stale.
+so ``check_generated`` (and a test) can tell when either folder is stale. A quiz's also
+carry its practice round (``metadata.course.practice``: the practice variants' answers and
+worked explanations, which coursekit reads back). The grader works those out from the
+quiz's hidden answers, so this module is handed the function that does it (``practice``:
+``verdicts.api.practice_round``, passed in by ``python -m autograder generate``): what
+students get is built without importing the grading code.
 
 ``coursekit.py`` is in git once (``source/.shared/``); in each generated folder it is a
 link to that file, like in ``source/<assignment>/`` (``course.place_coursekit``).
@@ -19,6 +24,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -36,6 +42,7 @@ from ..course import (
     place_coursekit,
 )
 
+EXAMPLE_ID = "example-student"  # whose quiz variant the solutions show
 GENERATOR_VERSION = "1"  # bump to force every generated notebook to count as stale
 
 
@@ -58,26 +65,38 @@ def source_digest(assignment: str, source: Path = SOURCE) -> str:
     return h.hexdigest()[:16]
 
 
-def _stamp(path: Path, digest: str) -> None:
+Practice = Callable[[str], "dict | None"]  # assignment -> its practice round, or None
+
+
+def course_metadata(assignment: str, practice: Practice | None) -> dict:
+    """``metadata.course`` of a generated notebook of ``assignment``."""
+    found = {"source_digest": source_digest(assignment)}
+    bank = practice(assignment) if practice is not None else None
+    if bank:
+        found["practice"] = bank
+    return found
+
+
+def _stamp(path: Path, metadata: dict) -> None:
     nb = nbformat.read(path, as_version=4)
-    nb.metadata["course"] = {"source_digest": digest}
+    nb.metadata["course"] = metadata
     nbformat.write(nb, path)
 
 
-def release(assignment: str, dest_root: Path = NOTEBOOKS) -> Path:
+def release(assignment: str, dest_root: Path = NOTEBOOKS, practice: Practice | None = None) -> Path:
     """Student version via nbgrader generate_assignment into ``dest_root/<assignment>``."""
     with tempfile.TemporaryDirectory() as tmp:
         api = nbgrader_api(release_directory=str(dest_root), db_url=f"sqlite:///{tmp}/gradebook.db")
         result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise GenerateError(f"nbgrader generate_assignment {assignment} failed:\n{result['log']}")
-    digest = source_digest(assignment)
+    metadata = course_metadata(assignment, practice)
     for path in sorted((dest_root / assignment).glob("*.ipynb")):
-        _stamp(path, digest)
+        _stamp(path, metadata)
     return dest_root / assignment
 
 
-def solution_notebook(source_nb: Path) -> nbformat.NotebookNode:
+def solution_notebook(source_nb: Path, practice: Practice | None = None) -> nbformat.NotebookNode:
     """The instructor notebook without hidden tests, solution markers or outputs."""
     from nbgrader.preprocessors import ClearHiddenTests
 
@@ -88,11 +107,16 @@ def solution_notebook(source_nb: Path) -> nbformat.NotebookNode:
             cell.source = markers.solved(cell.source)
             cell.outputs = []
             cell.execution_count = None
-    nb.metadata["course"] = {"source_digest": source_digest(source_nb.parent.name)}
+    nb.metadata["course"] = course_metadata(source_nb.parent.name, practice)
     return nb
 
 
-def solve(assignment: str, dest_root: Path = SOLUTIONS, timeout: int = 120) -> Path:
+def solve(
+    assignment: str,
+    dest_root: Path = SOLUTIONS,
+    timeout: int = 120,
+    practice: Practice | None = None,
+) -> Path:
     """Solved, executed notebooks (with the assignment's other files) in dest_root."""
     from nbclient import NotebookClient
 
@@ -106,29 +130,40 @@ def solve(assignment: str, dest_root: Path = SOLUTIONS, timeout: int = 120) -> P
             shutil.copy(path, out / path.name)
     link_coursekit(out, SHARED / KIT, keep_copy=False)
     for source_nb in sorted(src.glob("*.ipynb")):
-        nb = solution_notebook(source_nb)
+        nb = solution_notebook(source_nb, practice)
+        nbformat.write(nb, out / source_nb.name)  # on disk while it runs: a quiz reads it
         client = NotebookClient(
             nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(out)}}
         )
-        try:  # with coursekit.self_check() turned off: it would run every notebook
-            client.execute(env=dict(os.environ, COURSEKIT_NO_SELF_CHECK="1"))
+        # coursekit.self_check() turned off (it would run every notebook), and a quiz shows
+        # the variant of an example student id, which its worked answers then answer.
+        env = dict(os.environ, COURSEKIT_NO_SELF_CHECK="1", COURSEKIT_STUDENT_ID=EXAMPLE_ID)
+        try:
+            client.execute(env=env)
         except Exception as exc:
             raise GenerateError(f"{source_nb.relative_to(SOURCE.parent)} failed:\n{exc}") from exc
         nbformat.write(nb, out / source_nb.name)
     return out
 
 
-def generate(selected: list[str] | None = None, solutions: bool = True) -> None:
+def generate(
+    selected: list[str] | None = None, solutions: bool = True, practice: Practice | None = None
+) -> None:
     place_coursekit(SOURCE.parent)  # source/<assignment>/coursekit.py, for nbgrader to copy
     for assignment in selected or assignments():
-        print(f"{assignment}: student version -> {release(assignment).relative_to(SOURCE.parent)}")
+        made = release(assignment, practice=practice)
+        print(f"{assignment}: student version -> {made.relative_to(SOURCE.parent)}")
         link_coursekit(NOTEBOOKS / assignment, SHARED / KIT, keep_copy=False)  # not a copy
         if solutions:
-            print(f"{assignment}: solutions -> {solve(assignment).relative_to(SOURCE.parent)}")
+            solved = solve(assignment, practice=practice)
+            print(f"{assignment}: solutions -> {solved.relative_to(SOURCE.parent)}")
 
 
-def check_generated(selected: list[str] | None = None) -> list[str]:
-    """Why notebooks/ or solutions/ is out of date with source/ (an empty list if not)."""
+def check_generated(
+    selected: list[str] | None = None, practice: Practice | None = None
+) -> list[str]:
+    """Why notebooks/ or solutions/ is out of date with source/ (an empty list if not);
+    ``practice`` as ``generate`` was given it."""
     problems: list[str] = []
     wanted = selected or assignments()
     place_coursekit(SOURCE.parent)  # what nbgrader's fresh release copies, and compared with
@@ -137,9 +172,9 @@ def check_generated(selected: list[str] | None = None) -> list[str]:
         problems += [f"{folder.name}/{name} has no source/{name}" for name in extra]
     for assignment in wanted:
         with tempfile.TemporaryDirectory() as tmp:
-            fresh = release(assignment, Path(tmp))
+            fresh = release(assignment, Path(tmp), practice)
             problems += _compare_folders(fresh, NOTEBOOKS / assignment)
-        digest = source_digest(assignment)
+        metadata = course_metadata(assignment, practice)
         for source_nb in sorted((SOURCE / assignment).glob("*.ipynb")):
             rel = f"solutions/{assignment}/{source_nb.name}"
             solved = SOLUTIONS / assignment / source_nb.name
@@ -147,8 +182,10 @@ def check_generated(selected: list[str] | None = None) -> list[str]:
                 problems.append(f"{rel} is missing")
                 continue
             nb = nbformat.read(solved, as_version=4)
-            if nb.metadata.get("course", {}).get("source_digest") != digest:
+            if nb.metadata.get("course", {}).get("source_digest") != metadata["source_digest"]:
                 problems.append(f"{rel} was made from an older source/{assignment}")
+            elif nb.metadata.get("course") != metadata:
+                problems.append(f"{rel}: its practice round is not the quiz's current one")
             expected = [c.source for c in solution_notebook(source_nb).cells]
             if [c.source for c in nb.cells] != expected:
                 problems.append(f"{rel}: cell sources differ from source/{assignment}")

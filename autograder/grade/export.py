@@ -11,7 +11,15 @@
 - ``cells.csv``: one row per graded cell: ``student, assignment, notebook, cell, score,
   max_score``.
 
-Both are written by ``spreadsheet.write_csv``: a cell that a spreadsheet would run as a
+- ``items.csv``: for each checkpoint quiz, one row per question (item statistics):
+  ``assignment, question, cell, points, students`` (who handed the quiz in), ``share_right``
+  (the share of them who got it right), ``discrimination`` (the item-rest correlation: how
+  well getting it right goes with a strong score on the rest of the quiz; near 0 or below,
+  the question separates nothing, or misleads the strong) and ``upper_lower`` (the share
+  right among the best 27% of quizzes minus among the weakest 27%). Empty where it cannot
+  be told (fewer than 2 students, or everyone alike).
+
+All are written by ``spreadsheet.write_csv``: a cell that a spreadsheet would run as a
 formula (a student id ``=2+5``, a note starting with ``@``) gets a leading ``'``.
 """
 
@@ -34,6 +42,17 @@ GRADES_HEADER = [
     "review",
 ]
 CELLS_HEADER = ["student", "assignment", "notebook", "cell", "score", "max_score"]
+ITEMS_HEADER = [
+    "assignment",
+    "question",
+    "cell",
+    "points",
+    "students",
+    "share_right",
+    "discrimination",
+    "upper_lower",
+]
+GROUP = 0.27  # the upper and lower groups of the upper-lower index (Kelley's 27%)
 
 
 def _num(x) -> str:
@@ -105,4 +124,78 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
     return [
         write_csv(out / "grades.csv", GRADES_HEADER, grades),
         write_csv(out / "cells.csv", CELLS_HEADER, cells),
+        write_csv(out / "items.csv", ITEMS_HEADER, item_rows(cells)),
     ]
+
+
+def item_rows(cells: list[list[str]]) -> list[list[str]]:
+    """items.csv's rows, from cells.csv's, for the quizzes."""
+    from ..course import kind
+
+    by: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
+    for student, a, _, cell, score, most in cells:
+        if kind(a) == "quiz":
+            by.setdefault(a, {}).setdefault(cell, {})[student] = (float(score), float(most))
+    rows = []
+    for a, items in by.items():
+        stats = item_statistics(
+            {c: {s: sc / m for s, (sc, m) in v.items()} for c, v in items.items()}
+        )
+        for cell, (students, right, rest, upper_lower) in stats.items():
+            points = max(m for _, m in items[cell].values())
+            rows.append(
+                [
+                    a,
+                    cell.rsplit("_", 1)[-1],
+                    cell,
+                    _num(points),
+                    str(students),
+                    _fmt(right),
+                    _fmt(rest),
+                    _fmt(upper_lower),
+                ]
+            )
+    return rows
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
+def item_statistics(
+    items: dict[str, dict[str, float]],
+) -> dict[str, tuple[int, float | None, float | None, float | None]]:
+    """{item: (students, share right, item-rest correlation, upper-lower index)} from
+    {item: {student: the share of the item's points they got}}. A student's total is
+    their share summed over the items; "right" is full points."""
+    students = sorted({s for scores in items.values() for s in scores})
+    total = {s: sum(scores.get(s, 0.0) for scores in items.values()) for s in students}
+    ranked = sorted(students, key=lambda s: total[s])
+    k = max(1, round(GROUP * len(students)))
+    lower, upper = set(ranked[:k]), set(ranked[-k:])
+    out = {}
+    for item, scores in items.items():
+        x = [scores.get(s, 0.0) for s in students]
+        rest = [total[s] - xi for s, xi in zip(students, x)]
+        n = len(students)
+        right = sum(xi >= 1.0 for xi in x) / n if n else None
+        spread = n >= 2 and len(set(total.values())) > 1
+        upper_lower = (
+            sum(scores.get(s, 0.0) >= 1.0 for s in upper) / k
+            - sum(scores.get(s, 0.0) >= 1.0 for s in lower) / k
+            if spread
+            else None
+        )
+        out[item] = (n, right, _correlation(x, rest) if n >= 2 else None, upper_lower)
+    return out
+
+
+def _correlation(x: list[float], y: list[float]) -> float | None:
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    if sxx <= 1e-12 or syy <= 1e-12:
+        return None
+    return sxy / (sxx * syy) ** 0.5

@@ -67,14 +67,23 @@ class GuardedExecute(Execute):
         0,
         help="the hidden tests' inputs are drawn from this seed (0: a new one for every notebook)",
     ).tag(config=True)
+    student = Unicode(
+        "",
+        help="the id the submission was handed in under (default: nbgrader's student id; "
+        "grade runs each submission in a private course, under another)",
+    ).tag(config=True)
     skip_tags = List(
-        ["demo"], help="cells with these tags are not run, unless they are solution or test cells"
+        ["demo", "practice"],
+        help="cells with these tags are not run, unless they are solution or test cells",
     ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._limits = oslimits.Limits(config=self.config)
         self._name = resources["nbgrader"]["notebook"]
         self._assignment = resources["nbgrader"].get("assignment", "")
+        self._student = self.student or str(resources["nbgrader"].get("student") or "")
+        shown = nb.metadata.get("autograder", {}).get("shown_id", "")  # ShownVariant's
+        self._shown = shown if isinstance(shown, str) and len(shown) <= 100 else ""
         self._seed = self.seed or secrets.randbits(48)
         for cell in nb.cells:  # verdicts come from this run only, never from the file
             cell.metadata.pop("autograder", None)
@@ -311,6 +320,8 @@ class GuardedExecute(Execute):
             seed,
             timeout,
             self._still_pending,
+            student=self._student,
+            shown=self._shown,
         )
         result = verdicts.verdict(self._assignment, gid, kernel)
         if self._probe_lost:
@@ -324,7 +335,7 @@ class GuardedExecute(Execute):
     def _load_probe(self) -> None:
         """Load the probe before any student cell, and take its key (a kernel that gives
         none gets every hidden test's answer refused: it scores 0)."""
-        reply = run_sync(self._async_ask_probe)(kernel_load(), 60)
+        reply = run_sync(self._async_ask_probe)(kernel_load(self._student), 60)
         found = reply.get("replies") or []
         if len(found) == 1 and isinstance(found[0], dict) and set(found[0]) == {"key"}:
             with contextlib.suppress(TypeError, ValueError):

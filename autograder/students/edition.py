@@ -194,7 +194,9 @@ class Secrets:
 
 
 def _stripped(text: str) -> set[str]:
-    return {line.strip() for line in text.split("\n") if line.strip()}
+    """The lines of ``text`` that say something: a line of brackets alone (a list's
+    closing ``]``) tells nothing."""
+    return {line.strip() for line in text.split("\n") if re.search(r"\w", line)}
 
 
 def _shown(markdown: str) -> set[str]:

@@ -93,7 +93,9 @@ class Kernel:
     this submission's inputs. ``pending()`` names the exercises whose checks have not run
     yet: the course's code for those is never sent (``Deferred``). ``engine`` is given
     with every request: a problem set's course engine (``verdict`` sets it), which is no
-    exercise of the set."""
+    exercise of the set. ``student`` is the id the submission was handed in under (a quiz
+    grades that id's variant); ``shown`` the id its notebook showed, when it says (an
+    untrusted hint, only ever used to explain a wrong answer)."""
 
     def __init__(
         self,
@@ -101,7 +103,11 @@ class Kernel:
         seed: int,
         timeout: float = 30.0,
         pending: Callable[[], set[str]] = set,
+        student: str = "",
+        shown: str = "",
     ):
+        self.student = student
+        self.shown = shown
         self.ask = ask
         self.seed = seed
         self.rng = random.Random(seed)
@@ -172,6 +178,11 @@ def _hidden(assignment: str):
         return None
 
 
+def hidden_module(assignment: str):
+    """The assignment's hidden module (autograder/verdicts/hidden/<assignment>.py), or None."""
+    return _hidden(assignment)
+
+
 def hidden_tests(assignment: str) -> dict[str, Callable]:
     """{grade id: hidden test} of an assignment (autograder/verdicts/hidden/<assignment>.py)."""
     module = _hidden(assignment)
@@ -183,6 +194,15 @@ def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
     the assignment's hidden module: only tests whose exercises are given to others)."""
     module = _hidden(assignment)
     return dict(getattr(module, "EXERCISES", {})) if module else {}
+
+
+def practice_round(assignment: str) -> dict | None:
+    """A quiz's practice round, as the quiz notebook keeps it (``practice_round()`` of its
+    hidden module: the practice variants' answers and worked explanations); None for
+    assignments without one."""
+    module = _hidden(assignment)
+    make = getattr(module, "practice_round", None)
+    return make() if make is not None else None
 
 
 def engine_code(assignment: str) -> str | None:

@@ -112,6 +112,7 @@ class Worker:
         extra.GuardedExecute.shutdown_kernel = "immediate"
         extra.GuardedExecute.iopub_timeout = 10
         extra.GuardedExecute.seed = job.seed
+        extra.GuardedExecute.student = job.student  # a quiz grades this id's variant
         extra.LimitedKernelManager.token = token
         extra.LimitedKernelManager.kernel_log = str(scratch / "kernel.log")
         if announce is not None:  # before each cell is sent to the kernel

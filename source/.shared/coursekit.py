@@ -103,20 +103,23 @@ def passed(what: str) -> None:
 
 
 def graph_nodes(root) -> list:
-    """Every node that ``root`` depends on, through ``_prev``, each after its parents."""
+    """Every node that ``root`` depends on, through ``_prev``, each after its parents.
+
+    (Lesson 2 has you write a sort like this one. This one keeps, for each node on its
+    stack, the parents it has still to visit; it works on any engine's nodes.)"""
     order: list = []
-    seen: set[int] = set()
-    stack = [(root, False)]
+    seen = {id(root)}
+    stack = [(root, iter(getattr(root, "_prev", ()) or ()))]
     while stack:
-        node, parents_done = stack.pop()
-        if parents_done:
+        node, waiting = stack[-1]
+        for parent in waiting:
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append((parent, iter(getattr(parent, "_prev", ()) or ())))
+                break
+        else:
+            stack.pop()
             order.append(node)
-        elif id(node) not in seen:
-            seen.add(id(node))
-            stack.append((node, True))
-            for parent in getattr(node, "_prev", ()) or ():
-                if id(parent) not in seen:
-                    stack.append((parent, False))
     return order
 
 
@@ -736,6 +739,443 @@ def check_answer(name: str, value: object, **spec) -> None:
         print(f"✓ {name} runs and returns numbers; it is graded after you submit.")
     else:
         print(f"✓ {name} = {_shown(answer, 40)}: a valid answer (graded after you submit).")
+
+
+# ---- checkpoint quizzes: a variant for every student, and a practice round ------------
+#
+# A quiz's questions are written once, in questions.py beside the quiz notebook: each is a
+# function that draws one variant (its numbers, its wording, the order of its options)
+# from a ``Pick``. Your variant is drawn from your student id and the quiz, so it is the
+# same every time you open the notebook and differs from your classmates'. Practice
+# variants come from the same functions with practice seeds instead; their answers are
+# worked out by the course beforehand and kept in the notebook, so a practice answer is
+# checked at once. Your graded variant gets only the form check: it is graded after you
+# submit, against your id's variant.
+
+__all__ += ["Quiz", "quiz_variant"]
+
+QUIZ_MIME = "application/vnd.autograd-course.quiz+json"  # which id a notebook showed
+STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # set while grading: the id a submission is graded under
+TYPED = "typed in the first cell"
+NUMBER_TOL = 1e-3  # a number answer counts within this of the exact value
+FUNCTION_TOL = 1e-6  # a function answer: relative tolerance at every point
+LETTERS = "abcdefgh"
+
+
+class Pick:
+    """The seeded choices behind one variant of one question. The same seed gives the
+    same variant on any computer and any Python version (only ``random()`` is used)."""
+
+    def __init__(self, seed: str):
+        import hashlib
+        import random
+
+        digest = hashlib.sha256(seed.encode()).digest()
+        self._rng = random.Random(int.from_bytes(digest[:8], "big"))
+
+    def one(self, options):
+        """One of ``options``."""
+        options = list(options)
+        return options[min(int(self._rng.random() * len(options)), len(options) - 1)]
+
+    def several(self, options, k: int) -> list:
+        """``k`` different items of ``options``, in a random order."""
+        return self.shuffled(options)[:k]
+
+    def shuffled(self, items) -> list:
+        """``items`` in a random order."""
+        items = list(items)
+        for i in range(len(items) - 1, 0, -1):
+            j = min(int(self._rng.random() * (i + 1)), i)
+            items[i], items[j] = items[j], items[i]
+        return items
+
+
+def _seed(assignment: str, who: str, question: str) -> str:
+    return f"{assignment}\0{who}\0{question}"
+
+
+def _graded(student: str) -> str:
+    return f"graded\0{student}"
+
+
+def _practice(n: int) -> str:
+    return f"practice\0{n}"
+
+
+def _load_questions(assignment: str, folder=None):
+    """questions.py of ``assignment``: beside the notebook (the current folder), beside
+    this file, or in ``folder``."""
+    import importlib.util
+    from pathlib import Path
+
+    places = [Path(folder)] if folder is not None else [Path.cwd(), Path(__file__).parent]
+    for place in places:
+        path = place / "questions.py"
+        if path.is_file():
+            name = f"_quiz_questions_{assignment}_{abs(hash(str(path.resolve())))}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if getattr(module, "ASSIGNMENT", None) == assignment:
+                return module
+    raise FileNotFoundError(
+        f"questions.py of {assignment} is not beside this notebook: open the quiz from its "
+        "own folder"
+    )
+
+
+class Variant:
+    """One variant of one question: what it shows, the form its answer takes, and its
+    numbers (``v.values``, or ``v.a`` for ``v.values["a"]``)."""
+
+    def __init__(self, question: str, drawn: dict, seed: str):
+        self.question = question
+        self.seed = seed
+        self.kind = drawn["kind"]
+        self.text = drawn["text"]
+        self.code = drawn.get("code", "")
+        self.figure = drawn.get("figure")
+        self.stem = drawn.get("stem", "")
+        self.options = list(drawn.get("options", ()))  # [(id, text)], in the order shown
+        self.listing = list(drawn.get("listing", ()))
+        self.template = drawn.get("template", "")
+        self.items = list(drawn.get("items", ()))
+        self.asks = drawn.get("asks", "")
+        self.calls = [tuple(c) for c in drawn.get("calls", ())]
+        self.name = drawn.get("name", question)  # the answer's name in the notebook
+        self.values = dict(drawn.get("values", {}))
+
+    def __getattr__(self, name: str):
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(f"this variant of {self.question} has no number {name!r}")
+
+    def spec(self) -> dict:
+        """The form of a well-formed answer (the keywords of ``answer_problem``)."""
+        if self.kind == "choice":
+            return {"choices": LETTERS[: len(self.options)]}
+        if self.kind == "truth":
+            return {"kind": bool}
+        if self.kind == "number":
+            return {"kind": float}
+        if self.kind == "line":
+            return {"kind": int, "choices": range(1, len(self.listing) + 1)}
+        if self.kind == "order":
+            return {"kind": list, "items": sorted(self.items)}
+        if self.kind == "function":
+            return {"kind": callable, "calls": self.calls}
+        raise ValueError(f"{self.question}: no such kind of question: {self.kind!r}")
+
+    def letter(self, option: str) -> str:
+        """The letter of the option with this id, as this variant orders them."""
+        ids = [i for i, _ in self.options]
+        return LETTERS[ids.index(option)]
+
+    def letter_of(self, words: str) -> str:
+        """The letter of the one option whose text contains ``words``."""
+        found = [LETTERS[i] for i, (_, text) in enumerate(self.options) if words in text]
+        if len(found) != 1:
+            raise ValueError(f"{len(found)} options of {self.question} contain {words!r}")
+        return found[0]
+
+    def line_of(self, words: str) -> int:
+        """The number of the one line of the listing that contains ``words``."""
+        found = [i + 1 for i, line in enumerate(self.listing) if words in line]
+        if len(found) != 1:
+            raise ValueError(f"{len(found)} lines of {self.question} contain {words!r}")
+        return found[0]
+
+    def markdown(self) -> str:
+        """The question as the notebook shows it."""
+        parts = [self.text]
+        if self.code:
+            parts.append("```python\n" + self.code.strip("\n") + "\n```")
+        if self.listing:
+            width = len(str(len(self.listing)))
+            numbered = [f"{i + 1:>{width}}  {line}".rstrip() for i, line in
+                        enumerate(self.listing)]
+            parts.append("```\n" + "\n".join(numbered) + "\n```")
+        if self.options:
+            parts.append("\n".join(f"- **{LETTERS[i]}**: {text}"
+                                   for i, (_, text) in enumerate(self.options)))
+        return "\n\n".join(parts)
+
+    def draw(self):
+        """The figure of the question, if it has one: its graph, drawn."""
+        if not self.figure:
+            return None
+        return draw_graph(_sketch(self.figure["code"], self.figure["root"]))
+
+
+def quiz_variant(assignment: str, who: str, question: str, questions=None) -> Variant:
+    """The variant of ``question`` for the student id ``who`` (graded) or, with
+    ``who=("practice", n)``, practice variant ``n``."""
+    questions = questions or _load_questions(assignment)
+    draw = questions.QUESTIONS[question]
+    base = getattr(draw, "same_numbers_as", question)  # a question that reuses another's
+    if isinstance(who, tuple):
+        seed = _seed(assignment, _practice(who[1]), base)
+    else:
+        seed = _seed(assignment, _graded(str(who)), base)
+    return Variant(question, draw(Pick(seed)), seed)
+
+
+# ---- drawings of a question's code ------------------------------------------------------
+
+
+class _Sketch:
+    """A box of a drawing: data, parents and op, computed as the question's code says.
+    It builds graphs and nothing else (every box shows grad 0)."""
+
+    def __init__(self, data, _parents=(), _op="", label=""):
+        self.data = float(data)
+        self.grad = 0.0
+        self._prev = tuple(dict.fromkeys(_parents))  # c * c: one arrow from c
+        self._op = _op
+        self.label = label
+
+
+def _sketch_method(symbol: str, fn, reflected: bool = False):
+    def method(self, other):
+        other = other if isinstance(other, _Sketch) else _Sketch(other)
+        left, right = (other, self) if reflected else (self, other)
+        return _Sketch(fn(left.data, right.data), (left, right), symbol)
+
+    return method
+
+
+def _install_sketch_operators() -> None:
+    import operator
+
+    table = {"+": ("add", operator.add), "*": ("mul", operator.mul),
+             "-": ("sub", operator.sub), "/": ("truediv", operator.truediv)}
+    for symbol, (name, fn) in table.items():
+        setattr(_Sketch, f"__{name}__", _sketch_method(symbol, fn))
+        setattr(_Sketch, f"__r{name}__", _sketch_method(symbol, fn, reflected=True))
+
+
+_install_sketch_operators()
+
+
+def _sketch(code: str, root: str) -> _Sketch:
+    """Run ``code`` with ``Value`` drawing boxes; every box a name holds gets that name as
+    its label, unless the code gave it one."""
+    namespace = {"Value": _Sketch}
+    exec(compile(code, "<question>", "exec"), namespace)
+    for name, value in namespace.items():
+        if isinstance(value, _Sketch) and not value.label:
+            value.label = name
+    return namespace[root]
+
+
+# ---- whose variant: the student id ------------------------------------------------------
+
+
+def _exchange_user():
+    """The user name nbgrader's exchange would file a submission under, when this computer
+    has nbgrader's exchange (its root, from nbgrader_config.py, exists); else None."""
+    import os
+
+    try:
+        from jupyter_core.paths import jupyter_config_path
+        from traitlets.config.loader import PyFileConfigLoader
+    except ImportError:
+        return None
+    root = "/srv/nbgrader/exchange"  # nbgrader's default
+    for folder in [*reversed(jupyter_config_path()), os.getcwd()]:
+        if os.path.isfile(os.path.join(folder, "nbgrader_config.py")):
+            try:
+                config = PyFileConfigLoader("nbgrader_config.py", path=folder).load_config()
+                root = str(config.Exchange.get("root", root))
+            except Exception:
+                continue
+    if not os.path.isdir(root):
+        return None
+    try:
+        from nbgrader.utils import get_username
+        return get_username()
+    except Exception:
+        import getpass
+        return getpass.getuser()
+
+
+def student_id(typed: str = "") -> tuple[str, str]:
+    """(id, where it came from): set by the grader, JupyterHub's user, nbgrader's exchange
+    user, or what you typed in the quiz's first cell ("" if none of them)."""
+    import os
+
+    typed = typed.strip() if isinstance(typed, str) else ""
+    if os.environ.get(STUDENT_ID_ENV):
+        return os.environ[STUDENT_ID_ENV], "set by the grader"
+    if os.environ.get("JUPYTERHUB_USER"):
+        return os.environ["JUPYTERHUB_USER"], "your JupyterHub user"
+    exchange = _exchange_user()
+    if exchange:
+        return exchange, "your user name on nbgrader's exchange"
+    return typed, TYPED if typed else ""
+
+
+class Quiz:
+    """A checkpoint quiz as you see it: your variant of each question (``show``), the
+    form check of your answers (``check``) and the practice round (``practice``)."""
+
+    def __init__(self, assignment: str, typed_id: str = ""):
+        self.assignment = assignment
+        self.questions = _load_questions(assignment)
+        self.student, found = student_id(typed_id)
+        self._practised: dict[str, int] = {}
+        if not self.student:
+            print('✗ No student id yet: type yours in the first cell, such as my_id = "ada",')
+            print("  run that cell, then this one. Until then no question can be shown.")
+            return
+        note = ""
+        if found != TYPED and isinstance(typed_id, str) and typed_id.strip() not in ("",
+                                                                                 self.student):
+            note = f"; {typed_id.strip()!r}, typed in the first cell, is not used"
+        _display({"text/plain": f"Your variant of this quiz: id {self.student!r} ({found}"
+                                f"{note}). Your classmates' numbers differ.",
+                  QUIZ_MIME: {"assignment": assignment, "id": self.student}})
+
+    def variant(self, question: str) -> Variant:
+        """Your variant of ``question``."""
+        expect(self.student, 'no student id yet: type yours in the first cell (my_id = "...").')
+        return quiz_variant(self.assignment, self.student, question, self.questions)
+
+    def show(self, question: str) -> None:
+        """Show your variant of ``question``."""
+        if not self.student:
+            print('(type your id in the first cell, my_id = "...", to see this question)')
+            return
+        _show(self.variant(question))
+
+    def check(self, question: str, answer: object) -> None:
+        """The form check of your answer to ``question`` (never whether it is right)."""
+        variant = self.variant(question)
+        check_answer(variant.name, answer, **variant.spec())
+
+    def practice(self, question: str, n: int | None = None) -> Practice:
+        """A practice variant of ``question`` (the next one, or number ``n``): other
+        numbers than yours, and its answer is checked at once, with the worked answer."""
+        bank = _practice_bank(self.assignment).get(question)
+        expect(bank, f"no practice round for {question} here: is this the quiz's own notebook?")
+        if n is None:
+            n = self._practised.get(question, 0) % len(bank)
+            self._practised[question] = n + 1
+        expect(isinstance(n, int) and 0 <= n < len(bank),
+               f"practice variants of {question} are numbered 0 to {len(bank) - 1}.")
+        variant = quiz_variant(self.assignment, ("practice", n), question, self.questions)
+        print(f"Practice variant {n} of {question} (not graded; your own variant is above):")
+        _show(variant)
+        return Practice(variant, bank[n])
+
+
+class Practice:
+    """A practice variant: ``answer(value)`` checks an answer at once and explains."""
+
+    def __init__(self, variant: Variant, entry: dict):
+        self.variant = variant
+        self._entry = entry
+        self.right = None  # not answered yet
+
+    def __repr__(self) -> str:
+        return f"<practice variant of {self.variant.question}: call .answer(...)>"
+
+    def answer(self, value: object) -> None:
+        """Check ``value`` against this practice variant: say whether it is right, and
+        show the worked answer (``.right`` keeps the verdict)."""
+        variant = self.variant
+        problem, value = answer_problem(variant.name, value, **variant.spec())
+        self.right = False
+        if problem is not None:
+            print(f"✗ {problem}")
+            return
+        self.right = _is_right(variant, value, _decode(self._entry["key"]))
+        print("✓ Right." if self.right else "✗ Not right.")
+        for line in _fit(f"Why: {_decode(self._entry['why'])}", WIDTH, most=12).splitlines():
+            print(line)
+
+
+def _is_right(variant: Variant, answer: object, key) -> bool:
+    """Whether a well-formed ``answer`` is right, given the key the course worked out."""
+    if variant.kind == "number":
+        return abs(answer - key) <= NUMBER_TOL
+    if variant.kind == "order":
+        done: set = set()
+        for label in answer:
+            if set(key.get(label, ())) - done:
+                return False
+            done.add(label)
+        return True
+    if variant.kind == "function":
+        for args, expected in key:
+            try:
+                got = answer(*args)
+            except Exception:
+                return False
+            if not is_close(got, expected, FUNCTION_TOL):
+                return False
+        return True
+    return answer == key
+
+
+def _show(variant: Variant) -> None:
+    _display({"text/markdown": variant.markdown(), "text/plain": variant.markdown()})
+    figure = variant.draw()
+    if figure is not None:
+        from IPython.display import display
+
+        display(figure)
+
+
+def _display(bundle: dict) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(bundle.get("text/plain", ""))
+        return
+    display(bundle, raw=True)
+
+
+# ---- the practice round's answers, kept in the quiz notebook's metadata ----------------
+
+PRACTICE_KEY = "practice"  # metadata.course.practice: {"assignment": ..., "questions": ...}
+
+
+def _encode(value) -> str:
+    """A value as the practice round keeps it: not plain text, so that nobody reads the
+    practice answers by accident (a study aid, not a secret: they are no graded key)."""
+    import base64
+    import json
+    import zlib
+
+    return base64.b64encode(zlib.compress(json.dumps(value).encode())).decode()
+
+
+def _decode(text: str):
+    import base64
+    import json
+    import zlib
+
+    return json.loads(zlib.decompress(base64.b64decode(text)))
+
+
+def _practice_bank(assignment: str) -> dict:
+    """{question: [entry, ...]} from the quiz notebook beside this kernel (or this file)."""
+    import json
+    from pathlib import Path
+
+    for place in (Path.cwd(), Path(__file__).parent):
+        for path in sorted(place.glob("*.ipynb")):
+            try:
+                meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+            except (OSError, ValueError):
+                continue
+            bank = meta.get("course", {}).get(PRACTICE_KEY, {})
+            if bank.get("assignment") == assignment:
+                return bank.get("questions", {})
+    return {}
 
 
 # ---- a fused neuron (lesson 5) ---------------------------------------------------------

@@ -1,88 +1,225 @@
-"""What the checkpoint quizzes' hidden answers are made of (never released).
+"""How the checkpoint quizzes are graded, and their practice rounds made (never released).
 
-Each quiz has a module named after its assignment folder (``04_checkpoint_engine``,
-``06_checkpoint_mlp``) with a ``Question`` per answer cell. The hidden test of question
-``q3`` asks the probe for the notebook's value of ``q3`` (for a function answer: its
-results at points drawn for this submission) and grades it here, outside the kernel: the
-answers never enter it. An answer is first checked for form exactly as the visible check
-does (``coursekit.answer_problem``): a malformed one fails with the same sentence. Then it
-is checked for being right:
+A quiz's questions live in ``source/<quiz>/questions.py`` (released with the quiz): each
+draws a variant (numbers, wording, option order) from a seed made of the student id and
+the quiz (``coursekit.quiz_variant``). What a variant's right answer is lives only here,
+in the quiz's hidden module (``04_checkpoint_engine``, ``06_checkpoint_mlp``), as a
+``Key`` per question:
 
-- numbers are worked out with the reference engine, never typed in, and count within
-  ``TOL`` of the exact value (the quizzes say so);
-- orders are checked against the edges of the graph, so every valid order counts;
-- functions are compared with the true derivative at many random points.
+- numbers are worked out by running the question's own code with the reference engine
+  and reading what it asks (``a.grad``), never typed in; they count within ``TOL``;
+- orders are checked against the edges of the graph or the step's constraints, so every
+  valid order counts;
+- functions are compared with the true derivative at many random points;
+- choices, true/false statements and buggy lines: which option, stem or template line is
+  right is stated here, by id, and mapped to what the variant shows.
 
-A wrong answer fails with one line that does not give the right one away.
+The hidden test of question ``q3`` recomputes the variant of the id the submission was
+collected under (``Kernel.student``), asks the probe for the notebook's ``q3`` and grades
+it here: a malformed answer fails with the visible check's own sentence, a wrong one with
+a line that does not give the right one away and, when the notebook showed another id's
+variant (``Kernel.shown``), says so. ``practice_bank`` works out the practice variants'
+answers and explanations, which ``generate`` keeps in the quiz notebook.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..api import MAX_LINE
-from .common import Kernel, close, fail, kit, num
+from .common import COURSE, Kernel, close, fail, kit, num
 
-TOL = 1e-3  # numbers: absolute tolerance, as stated in the quizzes
-FUNCTION_TOL = 1e-6  # functions: relative tolerance against the true derivative
+TOL = kit.NUMBER_TOL  # numbers: absolute tolerance, as the quizzes say
+FUNCTION_TOL = kit.FUNCTION_TOL  # functions: relative tolerance against the true derivative
 SAMPLES = 200  # random points a function answer is compared at
+PRACTICE = 8  # practice variants of each question in the notebook
+PRACTICE_POINTS = 40  # points a practice function answer is compared at
 
 
 @dataclass(frozen=True)
-class Question:
-    spec: dict  # what a well-formed answer is: keywords of coursekit.answer_problem
-    wrong: Callable[..., str | None]  # why a well-formed answer is wrong, or None
+class Key:
+    """What makes an answer to one question right (see the module docstring). ``key``
+    gives a variant's answer in the form the practice round stores; ``why`` explains it
+    with the variant's own numbers."""
+
     points: int
-    variable: str = ""  # the answer's name in the notebook, when it is not the question's
-    sample: Callable[[random.Random], tuple] | None = field(default=None)  # functions only
-
-    def at(self, rng: random.Random) -> list[tuple]:
-        """Where a function answer is evaluated: the visible check's calls, then random."""
-        return [*self.spec.get("calls", ()), *(self.sample(rng) for _ in range(SAMPLES))]
+    key: Callable  # (variant) -> the answer (numbers, letters, ...) or order constraints
+    why: Callable[..., str]  # (variant, key) -> the worked answer
+    truth: Callable | None = field(default=None)  # functions: (variant) -> f(*args)
+    inputs: Callable | None = field(default=None)  # functions: (variant, rng) -> args
 
 
-def grader(questions: dict[str, Question]) -> Callable[..., None]:
-    """The ``grade(name, answer)`` of a quiz made of ``questions``."""
-
-    def grade(name: str, answer: object, points: Sequence[tuple] | None = None) -> None:
-        """Fail unless ``answer`` is a well-formed and right answer to question ``name``
-        (a function answer is compared at ``points``, by default fixed random ones)."""
-        question = questions[name]
-        problem, value = kit.answer_problem(name, answer, **question.spec)
-        if problem is not None:
-            fail(_short(problem))
-        if question.sample is not None:
-            why = question.wrong(value, points or question.at(random.Random(name)))
-        else:
-            why = question.wrong(value)
-        if why is not None:
-            fail(_short(f"{name}: {why}"))
-
-    return grade
+def questions_of(assignment: str):
+    """The quiz's questions.py, from the course's source folder."""
+    return kit._load_questions(assignment, folder=COURSE / "source" / assignment)
 
 
-def tests(prefix: str, questions: dict[str, Question], grade: Callable) -> dict:
+def variant(assignment: str, who, question: str):
+    return kit.quiz_variant(assignment, who, question, questions_of(assignment))
+
+
+# ---- kinds of keys -----------------------------------------------------------------------
+
+
+def run(code: str, names: dict) -> dict:
+    """Run a question's code (the course's own, never a student's) with these names."""
+    namespace = dict(names)
+    exec(compile(code, "<quiz question>", "exec"), namespace)
+    return namespace
+
+
+def number(names: dict, why: Callable, points: int) -> Key:
+    """The value of what the question asks after its code, run on the reference engine."""
+
+    def key(v) -> float:
+        return float(eval(v.asks, run(v.code, names)))
+
+    return Key(points, key, why)
+
+
+def choice(right: str | dict[str, str], why: Callable, points: int = 1) -> Key:
+    """The option with id ``right`` (or, per stem, ``right[stem]``)."""
+
+    def key(v) -> str:
+        return v.letter(right[v.stem] if isinstance(right, dict) else right)
+
+    return Key(points, key, why)
+
+
+def truth(true_stems: set[str] | Callable, why: Callable, points: int = 1) -> Key:
+    """True for the stems named (or by a rule of the variant's numbers)."""
+
+    def key(v) -> bool:
+        return bool(true_stems(v) if callable(true_stems) else v.stem in true_stems)
+
+    return Key(points, key, why)
+
+
+def line(buggy: dict[str, int], why: Callable, points: int = 1) -> Key:
+    """The wrong line of the variant's listing: ``buggy[template]`` (1-based)."""
+
+    def key(v) -> int:
+        return buggy[v.template]
+
+    return Key(points, key, why)
+
+
+def order(before: Callable, why: Callable, points: int) -> Key:
+    """Every item after all the items ``before(v)[item]`` names."""
+
+    def key(v) -> dict[str, list[str]]:
+        return {item: sorted(first) for item, first in before(v).items()}
+
+    return Key(points, key, why)
+
+
+def function(truth_at: Callable, inputs: Callable, why: Callable, points: int) -> Key:
+    """A student's function of plain numbers, compared with ``truth_at(v)`` at the visible
+    check's calls, then at random ``inputs(v, rng)``."""
+
+    def key(v) -> list:
+        rng = random.Random(v.seed)
+        f = truth_at(v)
+        return [[list(args), f(*args)] for args in points_for(v, inputs, rng, PRACTICE_POINTS)]
+
+    return Key(points, key, why, truth=truth_at, inputs=inputs)
+
+
+def points_for(v, inputs: Callable, rng: random.Random, n: int = SAMPLES) -> list[tuple]:
+    return [*v.calls, *(tuple(inputs(v, rng)) for _ in range(n))]
+
+
+# ---- grading -----------------------------------------------------------------------------
+
+
+def wrong(v, answer, key: Key) -> str | None:
+    """Why a well-formed ``answer`` to variant ``v`` is wrong (None if it is right)."""
+    if v.kind == "function":
+        f = key.truth(v)
+        at = getattr(answer, "at", None) or points_for(v, key.inputs, random.Random(v.seed))
+        for args in at:
+            where = f"{v.name}({', '.join(num(a) for a in args)})"
+            try:
+                got = answer(*args)
+            except Exception as exc:
+                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                return f"{where} raised {text[:70]}"
+            if not close(got, f(*args), rel=FUNCTION_TOL, abs_=FUNCTION_TOL):
+                return f"{where} = {num(got)} is wrong."
+        return None
+    expected = key.key(v)
+    if kit._is_right(v, answer, expected):
+        return None
+    if v.kind == "number":
+        return f"{num(answer)} is not within {TOL} of the right value."
+    if v.kind == "order":
+        done: set[str] = set()
+        for label in answer:
+            for first in sorted(set(expected[label]) - done):
+                return f"{label!r} comes before {first!r}, which must come first."
+            done.add(label)
+    if v.kind == "line":
+        return f"line {answer} is not the wrong line."
+    return f"{answer!r} is not the right answer."
+
+
+def grade(assignment: str, keys: dict[str, Key], name: str, answer, student: str, shown=""):
+    """Fail unless ``answer`` is a well-formed and right answer to question ``name`` as the
+    student with id ``student`` sees it; ``shown``: the id the notebook showed, if known."""
+    v = variant(assignment, student, name)
+    problem, value = kit.answer_problem(v.name, answer, **v.spec())
+    if problem is None:
+        if v.kind == "function":
+            value = answer  # a Recorded function: the probe's results at the grader's points
+        why = wrong(v, value, keys[name])
+        if why is None:
+            return
+        problem = f"{name}: {why}"
+    lines = [_short(problem)]
+    if shown and shown != student:
+        lines.append(
+            f"This notebook showed the variant of id {shown!r}, but it was handed in as "
+            f"{student!r}: answers count for the variant of {student!r} only (its numbers "
+            "and options differ)."
+        )
+    fail("\n".join(lines))
+
+
+def tests(assignment: str, prefix: str, keys: dict[str, Key]) -> dict:
     """{grade id: hidden test} for a quiz: each asks the probe for its answer."""
 
     def test_of(name: str) -> Callable[[Kernel], None]:
-        question = questions[name]
-        variable = question.variable or name
-
         def test(kernel: Kernel) -> None:
-            if question.sample is not None:
-                points = question.at(kernel.rng)
-                results = kernel.run("function_at", name=variable, points=points, what=variable)
-                grade(name, Recorded(variable, points, results), points)
+            v = variant(assignment, kernel.student, name)
+            if v.kind == "function":
+                points = points_for(v, keys[name].inputs, kernel.rng)
+                results = kernel.run("function_at", name=v.name, points=points, what=v.name)
+                answer = Recorded(v.name, points, results)
             else:
-                found = kernel.run("values", names=[variable], what=name)[variable]
-                grade(name, decode(found))
+                answer = decode(kernel.run("values", names=[v.name], what=name)[v.name])
+            grade(assignment, keys, name, answer, kernel.student, kernel.shown)
 
         test.__doc__ = f"Question {name} of the quiz, graded outside the kernel."
         return test
 
-    return {f"{prefix}_test_{name}": test_of(name) for name in questions}
+    return {f"{prefix}_test_{name}": test_of(name) for name in keys}
+
+
+def practice_bank(assignment: str, keys: dict[str, Key], n: int = PRACTICE) -> dict:
+    """The practice round kept in the quiz notebook: for each question, ``n`` practice
+    variants' answers and worked explanations, encoded (coursekit reads them back)."""
+    bank = {}
+    for name, key in keys.items():
+        entries = []
+        for i in range(n):
+            v = variant(assignment, ("practice", i), name)
+            answer = key.key(v)
+            entries.append({"key": kit._encode(answer), "why": kit._encode(key.why(v, answer))})
+        bank[name] = entries
+    return {"assignment": assignment, "questions": bank}
 
 
 class Opaque:
@@ -108,6 +245,7 @@ class Recorded:
 
     def __init__(self, name: str, points: Sequence[tuple], results: Sequence[dict]) -> None:
         self.__name__ = name
+        self.at = [tuple(p) for p in points]
         self.answers = {tuple(p): r for p, r in zip(points, results)}
 
     def __call__(self, *args):
@@ -127,72 +265,15 @@ def _short(message: str, width: int = MAX_LINE - 2) -> str:
     return message if len(message) <= width else message[: width - 3] + "..."
 
 
-# ---- kinds of answers --------------------------------------------------------------------
+# ---- for explanations --------------------------------------------------------------------
 
 
-def letter(key: str, points: int = 1) -> Question:
-    return Question(dict(choices="abcd"), lambda a: None if a == key else _not_right(a), points)
+def g(x: float) -> str:
+    """A number as an explanation writes it."""
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
-def truth(key: bool, points: int = 1) -> Question:
-    return Question(dict(kind=bool), lambda a: None if a is key else _not_right(a), points)
-
-
-def line(key: int, lines: int, points: int = 1) -> Question:
-    spec = dict(kind=int, choices=range(1, lines + 1))
-    return Question(
-        spec, lambda a: None if a == key else f"line {a} is not the buggy line.", points
-    )
-
-
-def number(compute: Callable[[], float], points: int) -> Question:
-    def wrong(a: float) -> str | None:
-        if abs(a - compute()) <= TOL:
-            return None
-        return f"{num(a)} is not within {TOL} of the right value."
-
-    return Question(dict(kind=float), wrong, points)
-
-
-def order(before: Callable[[], dict[str, set[str]]], points: int) -> Question:
-    """Every label, each listed after all the labels ``before()[label]`` names."""
-
-    def wrong(labels: list[str]) -> str | None:
-        must_precede = before()
-        done: set[str] = set()
-        for label in labels:
-            for first in sorted(must_precede[label] - done):
-                return f"{label!r} comes before {first!r}, which must come first."
-            done.add(label)
-        return None
-
-    return Question(dict(kind=list, items=sorted(before())), wrong, points)
-
-
-def derivative(
-    name: str,
-    truth_at: Callable,
-    inputs: Callable[[random.Random], tuple],
-    calls: list[tuple],
-    points: int,
-) -> Question:
-    """A student's function of plain numbers, compared with ``truth_at`` at the points
-    (the visible check's ``calls``, which must give numbers, then random inputs)."""
-
-    def wrong(fn: Callable, at: Sequence[tuple]) -> str | None:
-        for args in at:
-            where = f"{name}({', '.join(num(a) for a in args)})"
-            try:
-                got = fn(*args)
-            except Exception as exc:
-                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                return f"{where} raised {text[:70]}"
-            if not close(got, truth_at(*args), rel=FUNCTION_TOL, abs_=FUNCTION_TOL):
-                return f"{where} = {num(got)} is wrong."
-        return None
-
-    return Question(dict(kind=callable, calls=calls), wrong, points, variable=name, sample=inputs)
-
-
-def _not_right(answer: object) -> str:
-    return f"{answer!r} is not the right answer."
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))

@@ -64,13 +64,18 @@ def kernel_code() -> str:
     return "\n\n".join(pieces) + "\n"
 
 
-def kernel_load() -> str:
+STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # coursekit.STUDENT_ID_ENV: whose quiz variant
+
+
+def kernel_load(student: str = "") -> str:
     """The cell a kernel runs once, before any student cell: the probe compiled and run in
     a namespace of its own, with a private copy of the builtins (so none of its names land
     in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
-    what it uses and publishes its key (runtime.install)."""
+    what it uses and publishes its key (runtime.install). With ``student``, the id the
+    submission is graded under, it also tells coursekit whose quiz variant to show."""
     source = f"{kernel_code()}\ninstall()\n"
-    return (
+    who = f"__import__('os').environ[{STUDENT_ID_ENV!r}] = {student!r}\n" if student else ""
+    return who + (
         f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
         "{'__name__': 'autograder_probe', "
         "'__builtins__': dict(__import__('builtins').__dict__)})\n"

@@ -1,0 +1,369 @@
+"""A quiz variant per student (coursekit.Quiz, questions.py, verdicts/hidden/quiz.py):
+whose id a notebook shows, that classmates see other numbers, that a notebook copied from
+another student loses what differs and says why, the practice round, and the quizzes'
+item statistics in exports/items.csv."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
+    STUDENT_ID_ENV,
+    VENV_BIN,
+    ScratchCourse,
+    failing_cells,
+    read,
+)
+
+from autograder.demo import STUDENTS, worked_quiz
+from autograder.demo import _valid_order as valid_order
+from autograder.verdicts.hidden import quiz
+
+QUIZ = ("04_checkpoint_engine", "06_checkpoint_mlp")
+MATHS = ("number", "function")  # the questions whose numbers students work with
+
+
+@pytest.fixture
+def kit(monkeypatch):
+    """coursekit as a student's kernel has it, with no id from the environment."""
+    from autograder.students.selfcheck import load_coursekit
+
+    for name in (STUDENT_ID_ENV, "JUPYTERHUB_USER"):
+        monkeypatch.delenv(name, raising=False)
+    module = load_coursekit()
+    monkeypatch.setattr(module, "_exchange_user", lambda: None)
+    return module
+
+
+def shows(v):
+    return (v.text, v.code, tuple(v.options), tuple(v.listing), tuple(v.items))
+
+
+# ---- one variant per student ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_each_student_has_a_variant_of_their_own(assignment):
+    ids = [f"s{i}" for i in range(200)]
+    for q in quiz.questions_of(assignment).QUESTIONS:
+        seen = [shows(quiz.variant(assignment, who, q)) for who in ids]
+        assert seen[0] == shows(quiz.variant(assignment, "s0", q))  # the same every time
+        kind = quiz.variant(assignment, "s0", q).kind
+        if kind in MATHS:  # two students share numbers rarely (well under 1 in 20)
+            shared = sum(a == b for a, b in itertools.combinations(seen, 2))
+            assert shared / (len(ids) * (len(ids) - 1) / 2) < 0.05, (q, shared)
+        else:  # other wording, other option order, another graph or listing
+            assert len(set(seen)) >= (2 if kind == "truth" else 4), q
+        stems = {quiz.variant(assignment, who, q).stem for who in ids}
+        if stems != {""}:  # a question worded in several ways: at least two of them
+            assert len(stems) >= 2, q
+
+
+def test_two_students_of_the_demo_class_see_different_numbers_everywhere():
+    """ada and edsger (who copies her quizzes in the demo), and ada and barbara."""
+    for other in ("edsger", "barbara"):
+        for assignment in QUIZ:
+            for q in quiz.questions_of(assignment).QUESTIONS:
+                v, w = quiz.variant(assignment, "ada", q), quiz.variant(assignment, other, q)
+                if v.kind in MATHS:
+                    assert shows(v) != shows(w), (other, assignment, q)
+
+
+def test_practice_variants_are_other_variants_than_the_class_s():
+    demo = [name for name, _, _ in STUDENTS]
+    for assignment in QUIZ:
+        for q in quiz.questions_of(assignment).QUESTIONS:
+            if quiz.variant(assignment, "ada", q).kind != "number":
+                continue
+            practice = {shows(quiz.variant(assignment, ("practice", n), q)) for n in range(8)}
+            graded = {shows(quiz.variant(assignment, who, q)) for who in demo}
+            assert len(practice) >= 6 and len(practice & graded) <= 1, q
+
+
+# ---- a copied notebook -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_a_copied_notebook_loses_what_differs_and_says_why(assignment):
+    ada = worked_quiz(read(SOLUTIONS, assignment), assignment, "ada")
+    assert failing_cells(ada, assignment, student="ada", shown="ada") == {}
+    copied = failing_cells(ada, assignment, student="edsger", shown="ada")
+    module = __import__(f"autograder.verdicts.hidden.{assignment}", fromlist=["KEYS"])
+    differ = {
+        q
+        for q, key in module.KEYS.items()
+        if quiz.variant(assignment, "ada", q).kind == "function"
+        or key.key(quiz.variant(assignment, "ada", q))
+        != key.key(quiz.variant(assignment, "edsger", q))
+    }
+    assert {c.rsplit("_", 1)[1] for c in copied} == differ
+    assert len(differ) >= len(module.KEYS) // 2
+    for message in copied.values():
+        lines = message.splitlines()
+        assert "showed the variant of id 'ada'" in " ".join(lines[1:]), message
+        assert "handed in as 'edsger'" in message and all(len(x) < 90 for x in lines)
+    silent = failing_cells(ada, assignment, student="edsger")  # no shown id: no sentence
+    assert set(silent) == set(copied) and "showed" not in " ".join(silent.values())
+
+
+def test_the_id_a_notebook_showed_is_read_from_its_outputs_and_nothing_else():
+    from autograder.preprocessors.shownvariant import QUIZ_MIME, ShownVariant
+
+    assert QUIZ_MIME == quiz.kit.QUIZ_MIME
+    nb = worked_quiz(read(SOLUTIONS, QUIZ[0]), QUIZ[0], "ada")
+    nb.metadata["autograder"] = {"shown_id": "forged", "other": 1}
+    nb, _ = ShownVariant().preprocess(nb, {})
+    assert nb.metadata["autograder"] == {"shown_id": "ada", "other": 1}
+    setup = next(c for c in nb.cells if c.get("outputs"))
+    for bad in ({"id": "x" * 500}, {"id": 7}, "not json", {"id": "a\nb"}, [], {"id": ""}):
+        setup.outputs[0]["data"][QUIZ_MIME] = bad
+        nb, _ = ShownVariant().preprocess(nb, {})
+        assert "shown_id" not in nb.metadata["autograder"], bad
+    setup.outputs[0]["data"][QUIZ_MIME] = json.dumps({"id": "grace"})
+    assert ShownVariant().preprocess(nb, {})[0].metadata["autograder"]["shown_id"] == "grace"
+
+
+# ---- whose variant a notebook shows -----------------------------------------------------------
+
+
+def test_the_id_comes_from_the_grader_the_hub_the_exchange_or_the_first_cell(
+    kit, monkeypatch, tmp_path
+):
+    assert kit.student_id("  ada ") == ("ada", kit.TYPED)
+    assert kit.student_id("") == ("", "")
+    monkeypatch.setattr(kit, "_exchange_user", lambda: "bob")
+    assert kit.student_id("ada") == ("bob", "your user name on nbgrader's exchange")
+    monkeypatch.setenv("JUPYTERHUB_USER", "carol")
+    assert kit.student_id("ada")[0] == "carol"
+    monkeypatch.setenv(STUDENT_ID_ENV, "dave")
+    assert kit.student_id("ada") == ("dave", "set by the grader")
+
+
+def test_the_exchange_is_nbgraders_configured_one(kit, monkeypatch, tmp_path):
+    """With an nbgrader_config.py that names an exchange root which exists, the id is the
+    user nbgrader's exchange files submissions under; without it, there is none."""
+    from autograder.students.selfcheck import load_coursekit
+
+    fresh = load_coursekit()  # its real _exchange_user
+    config = tmp_path / "config"
+    config.mkdir()
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    monkeypatch.chdir(tmp_path)
+    (config / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
+    )
+    assert fresh._exchange_user() is None  # the root does not exist
+    (tmp_path / "exchange").mkdir()
+    from nbgrader.utils import get_username
+
+    assert fresh._exchange_user() == get_username()
+
+
+def test_without_an_id_the_quiz_says_in_one_line_what_to_do(kit, capsys, monkeypatch):
+    monkeypatch.chdir(NOTEBOOKS / QUIZ[0])
+    q = kit.Quiz(QUIZ[0], "")
+    q.show("q2")
+    out = capsys.readouterr().out
+    assert 'type yours in the first cell, such as my_id = "ada"' in out
+    assert all(len(line) < 90 for line in out.splitlines())
+    with pytest.raises(kit.CheckFailed, match="no student id yet"):
+        q.check("q2", 1.0)
+    q = kit.Quiz(QUIZ[0], "ada")
+    assert q.student == "ada" and "Your variant of this quiz: id 'ada'" in capsys.readouterr().out
+    monkeypatch.setenv("JUPYTERHUB_USER", "hedy")
+    assert "'ada', typed in the first cell, is not used" in (
+        kit.Quiz(QUIZ[0], "ada") and capsys.readouterr().out
+    )
+
+
+# ---- the practice round --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_practice_round_checks_at_once_and_explains(kit, capsys, monkeypatch, assignment):
+    monkeypatch.chdir(NOTEBOOKS / assignment)
+    module = __import__(f"autograder.verdicts.hidden.{assignment}", fromlist=["KEYS"])
+    q = kit.Quiz(assignment, "ada")
+    for name, key in module.KEYS.items():
+        p = q.practice(name)
+        v = p.variant
+        assert v.seed == quiz.variant(assignment, ("practice", 0), name).seed
+        expected = key.key(v)
+        if v.kind == "function":
+            f = key.truth(v)
+            right = f
+            wrong = lambda *args, f=f: f(*args) + 1.0  # noqa: E731
+        elif v.kind == "order":
+            right = valid_order(expected)
+            wrong = right[::-1]
+        elif v.kind == "number":
+            right, wrong = expected, expected + 1
+        elif v.kind == "truth":
+            right, wrong = expected, not expected
+        else:  # a letter or a line number
+            right = expected
+            wrong = next(x for x in ("abcd" if v.kind == "choice" else range(1, 20)) if x != right)
+        capsys.readouterr()
+        p.answer(right)
+        out = capsys.readouterr().out
+        assert p.right is True and out.startswith("✓ Right.") and "Why: " in out, (name, out)
+        p.answer(wrong)
+        out = capsys.readouterr().out
+        assert p.right is False and out.startswith("✗ Not right.") and "Why: " in out, name
+        assert all(len(line) < 90 for line in out.splitlines()), out
+    assert q.practice("q1").variant.seed == quiz.variant(assignment, ("practice", 1), "q1").seed
+    with pytest.raises(kit.CheckFailed, match="numbered 0 to 7"):
+        q.practice("q1", 99)
+
+
+def test_practice_answers_are_kept_in_the_notebook_encoded_and_nowhere_else():
+    for assignment in QUIZ:
+        for folder in (NOTEBOOKS, SOLUTIONS):
+            nb = read(folder, assignment)
+            bank = nb.metadata["course"]["practice"]
+            assert bank["assignment"] == assignment and set(bank["questions"]) == set(
+                quiz.questions_of(assignment).QUESTIONS
+            )
+            text = json.dumps(nb.metadata)
+            assert "Why" not in text and "dL/dn" not in text  # not readable by accident
+        practice = [
+            c for c in read(NOTEBOOKS, assignment).cells if "practice" in c.metadata.get("tags", [])
+        ]
+        assert practice and all(c.metadata.get("nbgrader") is None for c in practice)
+    from autograder.preprocessors.execute import GuardedExecute
+
+    assert "practice" in GuardedExecute().skip_tags  # never run while grading
+
+
+# ---- item statistics -----------------------------------------------------------------------
+
+
+def test_item_statistics_tell_what_separates_strong_from_weak():
+    from autograder.grade.export import item_statistics
+
+    rng = random.Random(1)
+    students = [f"s{i}" for i in range(40)]
+    ability = {s: i / 39 for i, s in enumerate(students)}
+    items = {
+        "easy": {s: 1.0 for s in students},  # everyone: tells nothing
+        "good": {s: float(ability[s] > 0.5) for s in students},  # the strong get it
+        "noise": {s: float(rng.random() < 0.5) for s in students},
+        "bad": {s: float(ability[s] < 0.3) for s in students},  # the weak get it
+        **{f"f{i}": {s: float(ability[s] > i / 6) for s in students} for i in range(5)},
+    }
+    stats = item_statistics(items)
+    assert stats["easy"][:2] == (40, 1.0) and stats["easy"][2] is None
+    assert stats["good"][1] == pytest.approx(0.5, abs=0.05)
+    assert stats["good"][2] > 0.5 and stats["good"][3] == 1.0
+    assert stats["bad"][2] < 0 and stats["bad"][3] < 0
+    assert abs(stats["noise"][2]) < stats["good"][2]
+
+
+def test_export_writes_item_statistics_for_the_quizzes_only():
+    from autograder.grade.export import ITEMS_HEADER, item_rows
+
+    cells = [
+        [s, QUIZ[0], "checkpoint_engine", f"engine_quiz_test_q{q}", str(score * pts), str(pts)]
+        for s, scores in {"a": (1, 1, 0), "b": (1, 0, 0), "c": (1, 1, 1)}.items()
+        for q, (score, pts) in enumerate(zip(scores, (1, 2, 2)), start=1)
+    ]
+    cells.append(["a", "01_value", "value", "value_test_add_mul", "4", "4"])
+    rows = [dict(zip(ITEMS_HEADER, r)) for r in item_rows(cells)]
+    assert [r["question"] for r in rows] == ["q1", "q2", "q3"]
+    assert [(r["points"], r["students"], r["share_right"]) for r in rows] == [
+        ("1", "3", "1.000"),
+        ("2", "3", "0.667"),
+        ("2", "3", "0.333"),
+    ]
+    assert rows[0]["discrimination"] == "" and float(rows[1]["discrimination"]) > 0
+
+
+# ---- real nbgrader -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["python -m autograder grade", "nbgrader autograde"])
+def test_a_copied_quiz_is_graded_by_the_id_it_was_handed_in_under(tmp_path, how):
+    """Really graded, both ways: ada's worked quiz, handed in by ada and by edsger, saved
+    outputs and all. Edsger loses the questions whose variant differs, and the feedback
+    says the notebook showed ada's variant; his graded notebook shows his own variant."""
+    assignment = QUIZ[0]
+    course = ScratchCourse(tmp_path, [assignment])
+    course.release(assignment)
+    ada = worked_quiz(read(SOLUTIONS, assignment), assignment, "ada")
+    course.submit("ada", assignment, ada)
+    course.submit("edsger", assignment, ada)
+    if how == "nbgrader autograde":
+        scores = course.autograde(assignment)
+    else:
+        env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder", "grade", assignment, "-q"],
+            cwd=course.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+        scores = course.scores(assignment)
+    full = course.max_scores(assignment)
+    assert scores["ada"] == full
+    lost = {c for c, p in scores["edsger"].items() if p == 0}
+    assert len(lost) >= 6
+    graded = course.autograded("edsger", assignment)
+    outputs = [o for c in graded.cells for o in c.get("outputs", [])]
+    messages = [o for o in outputs if o.get("ename") == "HiddenTestFailed"]
+    assert len(messages) == len(lost)
+    assert all("showed the variant of id 'ada'" in " ".join(o.traceback) for o in messages)
+    shown = [
+        o["data"]["text/plain"]
+        for o in outputs
+        if "Your variant" in str(o.get("data", {}).get("text/plain", ""))
+    ]
+    assert shown and "'edsger'" in shown[0], shown
+
+
+@pytest.mark.slow
+def test_a_quiz_notebook_runs_in_a_real_kernel_with_the_hub_id(tmp_path):
+    """The released quiz, run top to bottom by a JupyterHub user: it shows their variant,
+    and its practice round works in the kernel."""
+    from nbclient import NotebookClient
+
+    assignment = QUIZ[1]
+    nb = read(NOTEBOOKS, assignment)
+    folder = tmp_path / assignment
+    import shutil
+
+    shutil.copytree(NOTEBOOKS / assignment, folder, symlinks=False)
+    for cell in nb.cells:  # answer the practice variant with something
+        if "p.answer(None)" in cell.source:
+            cell.source = cell.source.replace("p.answer(None)", "p.answer(0.5)")
+    env = {k: v for k, v in os.environ.items() if k != STUDENT_ID_ENV}
+    env["JUPYTERHUB_USER"] = "hedy"
+    nbformat.write(nb, folder / "checkpoint_mlp.ipynb")
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
+    )
+    client.execute(env=env, cwd=str(folder))
+    text = "\n".join(
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    )
+    assert "Your variant of this quiz: id 'hedy' (your JupyterHub user)" in text
+    assert "Practice variant 0 of q5" in text and "Why: " in text
+    assert sys.executable  # the kernel is this environment's
