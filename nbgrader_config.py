@@ -53,6 +53,16 @@ c.Limits.output = 1_000_000  # bytes of output kept per cell
 c.Limits.cpus = 1.0  # cores a kernel and everything it starts share
 c.Limits.attempts = 3  # runs of a notebook whose kernel crashes or hangs (skipping that cell)
 c.Limits.sandbox = "auto"  # kernels under bubblewrap: auto (when possible), require or off
+
+# When each assignment reaches students (autograder/schedule.py): `python -m autograder release`
+# ships those whose release date has come, and with them, in the edition's course/ folder, the
+# course's version of every lesson that is past (its due date has passed or, without one, the
+# next assignment is out). No dates: every assignment at once, none past. For example:
+# c.Schedule.dates = {
+#     "01_value": {"release": "2026-09-07", "due": "2026-09-14"},
+#     "02_backward": {"release": "2026-09-15", "due": "2026-09-21"},
+# }
+
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.execute.GuardedExecute",
     "nbgrader.preprocessors.IgnorePattern",

@@ -64,7 +64,13 @@ def _release(args: argparse.Namespace) -> int:
     from .students.edition import release
 
     return release(
-        args.to, args.assignments or None, solutions=args.solutions, zip_=args.zip, git=args.git
+        args.to,
+        args.assignments or None,
+        solutions=args.solutions,
+        zip_=args.zip,
+        git=args.git,
+        as_of=args.as_of,
+        upto=args.upto,
     )
 
 
@@ -111,9 +117,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_slides)
 
-    p = sub.add_parser("release", help="write the student edition (no answers) to a folder")
-    p.add_argument("assignments", nargs="*", help="only these (default: all)")
+    p = sub.add_parser(
+        "release",
+        help="write the student edition (no answers) to a folder",
+        description="Write the student edition: the assignments whose release date in "
+        "c.Schedule.dates (nbgrader_config.py) has come, or all of them when no dates are "
+        "set, with the course's version of each past lesson in course/.",
+    )
+    p.add_argument("assignments", nargs="*", help="only these (default: by the course's dates)")
     p.add_argument("--to", required=True, help="the folder to write (empty, or a release)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument(
+        "--as-of", metavar="DATE", help="release as on DATE (YYYY-MM-DD; default: today)"
+    )
+    when.add_argument(
+        "--upto",
+        metavar="ASSIGNMENT",
+        help="release every assignment up to and including this one; the ones before it "
+        "are past (their course versions ship)",
+    )
     p.add_argument(
         "--solutions",
         action="store_true",

@@ -115,8 +115,9 @@ def run_cells(
     """Execute ``nb``'s code cells in this process (test cells without their hidden
     region); return the namespace.
 
-    Stops after the cell whose grade id is ``until``; skips test cells if ``tests`` is
-    False. Raises CellFailed for the first cell that raises. Output is swallowed.
+    Stops after the cell whose grade id (or tag, such as ``engine``) is ``until``; skips
+    test cells if ``tests`` is False. Raises CellFailed for the first cell that raises.
+    Output is swallowed.
     """
     ns = {"__name__": "__main__", **(namespace or {})}
     with lesson_path(assignment, student):
@@ -130,7 +131,7 @@ def run_cells(
                     exec(compile(code_of(cell), f"<cell {grade_id(cell)}>", "exec"), ns)
             except Exception as exc:
                 raise CellFailed(grade_id(cell), exc) from exc
-            if until is not None and grade_id(cell) == until:
+            if until is not None and until in (grade_id(cell), *cell.metadata.get("tags", [])):
                 break
     return ns
 
@@ -202,6 +203,10 @@ class ScratchCourse:
         shutil.copy(ROOT / "nbgrader_config.py", path / "nbgrader_config.py")
         shutil.copytree(ROOT / "autograder", path / "autograder", ignore=_pycache)
         keep = set(assignments) if assignments else None
+        if keep is not None:  # and the earlier lessons a lesson's course engine is read from
+            from autograder.verdicts.api import engine_lessons
+
+            keep |= {lesson for a in assignments for lesson in engine_lessons(a)}
         shutil.copytree(
             SOURCE,
             path / "source",

@@ -911,7 +911,7 @@ def test_grad_check_messages_say_what_is_wrong(solution, name, hint):
 
 def test_hidden_checks_called_directly():
     """Bugs that the visible checks cannot see, and the messages they get."""
-    ns = run_cells(read(SOURCE, A), A, until="backward_engine")
+    ns = run_cells(read(SOURCE, A), A, until="engine")
 
     def one_sided(f, xs, h=1e-7):  # passes x*y + x and x**3, fails steep bowls
         return [(f(*xs[:i], x + h, *xs[i + 1 :]) - f(*xs)) / h for i, x in enumerate(xs)]

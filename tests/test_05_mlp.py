@@ -3,10 +3,10 @@ written any way, and catch the classic bugs, each in the cell that grades the br
 exercise and only there (layers and MLPs are graded on the course's Module and Neuron).
 Its losses and training loop are lesson 5b's: tests/test_05_training.py.
 
-Mutants run the notebook's graded cells only (the locked engine, the exercises and their
-checks): the demonstrations (the fused neuron against the long sum, the tiny data set,
-an MLP against a Sequential) would fail on a broken network too, and no check depends on
-them. The solution and the blank release run in full.
+Mutants run the notebook's graded cells only (the engine cell, the exercises and their
+checks): the demonstrations (the tiny data set, an MLP against a Sequential) would fail on
+a broken network too, and no check depends on them. The solution and the blank release
+run in full.
 """
 
 import matplotlib
@@ -233,9 +233,14 @@ def solution():
 
 
 def graded_only(nb):
-    """The notebook without its demo cells: only the locked, solution and check cells."""
+    """The notebook without its demo cells: only the engine cell (the course's lessons 1
+    to 3, from the notebooks next to it) and the locked, solution and check cells."""
     nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if c.cell_type != "code" or grade_id(c)]
+    nb.cells = [
+        c
+        for c in nb.cells
+        if c.cell_type != "code" or grade_id(c) or "engine" in c.metadata.get("tags", [])
+    ]
     return nb
 
 

@@ -20,7 +20,7 @@ import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
 
 from autograder.content import slides
-from autograder.course import assignments
+from autograder.course import assignments, kind
 from autograder.students import edition, launcher
 
 ASSIGNMENTS = assignments()
@@ -31,11 +31,6 @@ def student(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("release") / "student-edition"
     assert edition.release(dest, zip_=True) == 0
     return dest
-
-
-@pytest.fixture(scope="module")
-def secrets() -> set[str]:
-    return edition.secret_lines()
 
 
 def files(folder: Path) -> list[str]:
@@ -88,8 +83,8 @@ def test_every_lesson_holds_coursekit_as_a_real_file(student, tmp_path):
             assert kit.read_bytes() == shared, kit
 
 
-def test_student_edition_holds_nothing_secret(student, secrets):
-    assert edition.leaks(student, secrets) == []
+def test_student_edition_holds_nothing_secret(student):
+    assert edition.leaks(student) == []
     names = {part for p in student.rglob("*") for part in p.relative_to(student).parts}
     assert not names & {
         "source",
@@ -240,7 +235,7 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("kind", PLANTED)
-def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
+def test_a_planted_secret_is_found(student, tmp_path, kind):
     import shutil
 
     copy = tmp_path / "copy"
@@ -253,7 +248,7 @@ def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
         nbformat.write(nb, path)
     else:
         path.write_text((path.read_text() if path.exists() else "") + f"\n{line}\n")
-    found = edition.leaks(copy, secrets)
+    found = edition.leaks(copy)
     assert found and all(f.startswith(rel) for f in found), found
 
 
@@ -267,19 +262,19 @@ def test_a_planted_secret_is_found(student, secrets, tmp_path, kind):
         "probe/runtime.py",
     ],
 )
-def test_a_planted_grader_file_is_found(student, secrets, tmp_path, name):
+def test_a_planted_grader_file_is_found(student, tmp_path, name):
     import shutil
 
     copy = tmp_path / "copy"
     shutil.copytree(student, copy)
     (copy / name).parent.mkdir(parents=True, exist_ok=True)
     (copy / name).write_text("# nothing\n")
-    assert edition.leaks(copy, secrets)
+    assert edition.leaks(copy)
 
 
 def test_a_partial_release_holds_only_those_lessons_and_none_of_the_next(tmp_path, capsys):
-    """Lesson 2 gives lesson 1's engine in a locked cell: releasing lesson 1 alone must
-    not give it, and lesson 1's solution lines count as secret there."""
+    """Releasing lesson 1 alone gives nothing of lesson 2, and lesson 1's solution lines
+    count as secret there."""
     import shutil
 
     dest = tmp_path / "ed"
@@ -294,6 +289,196 @@ def test_a_partial_release_holds_only_those_lessons_and_none_of_the_next(tmp_pat
     assert edition.leaks(copy)
     assert edition.release(tmp_path / "other", ["99_nothing"]) == 2
     assert "no assignment 99_nothing" in capsys.readouterr().out
+
+
+# ---- lessons released by dates: what is past ships, nothing else does ---------------------
+
+
+def lesson_answers() -> dict[str, set[str]]:
+    """Independently of edition.Secrets: {lesson: the lines of its solution regions that
+    coursekit, the lesson itself and the assignments before it do not give anyway}."""
+    kit = {ln.strip() for ln in (SOURCE / ".shared" / "coursekit.py").read_text().splitlines()}
+    given, answers = set(kit), {}
+    for assignment in ASSIGNMENTS:
+        solution = set()
+        for path in (SOURCE / assignment).glob("*.ipynb"):
+            for cell in nbformat.read(path, as_version=4).cells:
+                text = cell.source
+                for body in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", text, re.S):
+                    solution |= {ln.strip() for ln in body.splitlines() if ln.strip()}
+                    text = text.replace(body, "")
+                given |= {ln.strip() for ln in text.splitlines()}
+        if kind(assignment) == "lesson":
+            answers[assignment] = solution - given
+    return answers
+
+
+def lines_of(path: Path) -> set[str]:
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return {ln.strip() for c in nb.cells for ln in c.source.splitlines()}
+    return {ln.strip() for ln in path.read_text(errors="replace").splitlines()}
+
+
+def own_given(assignment: str) -> set[str]:
+    """What a quiz or a problem set gives outside its solution regions."""
+    out = set()
+    for path in (SOURCE / assignment).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            text = re.sub(r"### BEGIN SOLUTION\n.*?### END SOLUTION", "", cell.source, flags=re.S)
+            out |= {ln.strip() for ln in text.splitlines()}
+    return out
+
+
+def test_an_edition_of_every_lesson_at_once_holds_no_line_of_any_lessons_solution(student):
+    """No dates: everything at once, nothing past. No lesson gives an earlier lesson's
+    answers away (each starts from the student's own engine): not its notebook, not its
+    slides, not coursekit. A quiz or a problem set may show code like the lessons' in
+    its own notebook (they come after them), and nothing more."""
+    assert json.loads((student / edition.MARKER).read_text())["past"] == []
+    assert not (student / edition.COURSE_FOLDER).exists()
+    answers = set().union(*lesson_answers().values())
+    assert len(answers) > 50
+    for path in sorted(p for p in student.rglob("*") if p.is_file() and p.suffix != ".zip"):
+        rel = path.relative_to(student)
+        found = lines_of(path) & answers
+        owner = rel.parts[1] if rel.parts[0] == "lessons" and len(rel.parts) > 2 else None
+        if owner is not None and kind(owner) != "lesson":
+            found -= own_given(owner)
+        assert not found, f"{rel}: {sorted(found)[:3]}"
+
+
+def test_every_lesson_gives_its_own_lines_only(student):
+    """Lessons 2, 3 and 5 hold no line of an earlier lesson's solution at all."""
+    answers = lesson_answers()
+    for lesson in answers:
+        (path,) = (student / "lessons" / lesson).glob("*.ipynb")
+        earlier = set().union(*(lines for other, lines in answers.items() if other < lesson))
+        assert not lines_of(path) & earlier, lesson
+
+
+@pytest.fixture(scope="module")
+def upto_3(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("upto") / "edition"
+    assert edition.release(dest, upto="03_activations") == 0
+    return dest
+
+
+def test_upto_ships_up_to_that_lesson_and_the_course_versions_of_the_ones_before(upto_3):
+    assert sorted(p.name for p in (upto_3 / "lessons").iterdir() if p.is_dir()) == [
+        "01_value",
+        "02_backward",
+        "03_activations",
+    ]
+    course = upto_3 / edition.COURSE_FOLDER
+    assert sorted(p.name for p in course.iterdir() if p.is_dir()) == ["01_value", "02_backward"]
+    for lesson in ("01_value", "02_backward"):
+        for path in (SOLUTIONS / lesson).glob("*.ipynb"):
+            assert (course / lesson / path.name).read_bytes() == path.read_bytes()
+    assert 'Change `"mine"` to `"course"`' in (course / "README.md").read_text()
+    marker = json.loads((upto_3 / edition.MARKER).read_text())
+    assert marker["past"] == ["01_value", "02_backward"]
+    assert edition.leaks(upto_3) == []
+
+
+def test_only_past_solution_lines_may_ship(upto_3, tmp_path):
+    """Lesson 1's answers are out (its course version ships); lesson 3's are not."""
+    import shutil
+
+    answers = lesson_answers()
+    copy = tmp_path / "copy"
+    shutil.copytree(upto_3, copy)
+    path = copy / "lessons" / "03_activations" / "activations.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(sorted(answers["01_value"])[0]))
+    nbformat.write(nb, path)
+    assert edition.leaks(copy) == []
+    line = "return n.tanh()"
+    assert line in answers["03_activations"]
+    nb.cells.append(nbformat.v4.new_code_cell(line))
+    nbformat.write(nb, path)
+    found = edition.leaks(copy)
+    assert found == [
+        f"lessons/03_activations/activations.ipynb: solution or hidden-test line {line!r}"
+    ]
+    readme = copy / edition.COURSE_FOLDER / "README.md"
+    readme.write_text(readme.read_text() + "\n" + sorted(answers["05_mlp"])[0] + "\n")
+    assert any(f.startswith("course/README.md") for f in edition.leaks(copy))
+
+
+def test_a_lesson_that_repeats_an_earlier_ones_answers_stops_the_release(
+    monkeypatch, tmp_path, capsys
+):
+    """Say lesson 2 gave lesson 1's engine in a locked cell again: a class that gets both
+    at once would get lesson 1's answers, so nothing is released."""
+    import shutil
+
+    notebooks = tmp_path / "notebooks"
+    for lesson in ("01_value", "02_backward"):
+        shutil.copytree(NOTEBOOKS / lesson, notebooks / lesson)
+    path = notebooks / "02_backward" / "backward.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    engine = nbformat.v4.new_code_cell(
+        "def __sub__(self, other):\n    return self + (-other)\n\n\nValue.__sub__ = __sub__"
+    )
+    engine.metadata["nbgrader"] = {"locked": True, "grade_id": "backward_engine"}
+    nb.cells.insert(3, engine)
+    nbformat.write(nb, path)
+    monkeypatch.setattr(edition, "NOTEBOOKS", notebooks)
+    dest = tmp_path / "ed"
+    assert edition.release(dest, ["01_value", "02_backward"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "lessons/02_backward/backward.ipynb: solution or hidden-test line 'return self + (-other)'"
+        in out
+    )
+    assert "Nothing was published" in out
+    capsys.readouterr()
+    assert edition.release(tmp_path / "later", upto="02_backward") == 0  # lesson 1 is past
+    capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_engine_course_runs_the_shipped_lessons_in_a_real_kernel(upto_3, tmp_path):
+    """A student of lesson 3, in the edition, switches to the course's lessons 1 and 2."""
+    import shutil
+
+    from nbclient import NotebookClient
+
+    work = upto_3 / "my-work"
+    shutil.copytree(upto_3 / "lessons" / "03_activations", work / "03_activations")
+    nb = nbformat.read(work / "03_activations" / "activations.ipynb", as_version=4)
+    (engine,) = [c for c in nb.cells if "engine" in c.metadata.get("tags", [])]
+    engine.source = engine.source.replace('engine(\n    "mine"', 'engine(\n    "course"')
+    assert '"course"' in engine.source
+    probe = nbformat.v4.new_code_cell(
+        "x = Value(2.0)\n(x * x + x).backward()\n"
+        "print(x.grad, grad_check(lambda a, b: a * b + a, [2.0, 3.0]) < 1e-6)"
+    )
+    nb.cells = [*nb.cells[: nb.cells.index(engine) + 1], probe]
+    NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(work / "03_activations")}},
+    ).execute()
+    assert engine.outputs[0]["text"] == (
+        "Value, numerical_grad, grad_check: the course's, from 02_backward (which starts "
+        "from 01_value).\n"
+    )
+    assert probe.outputs[0]["text"] == "5.0 True\n"
+    engine.source = engine.source.replace('"course"', '"mine"')  # lessons 1 and 2 not done
+    nb.cells = nb.cells[:-1]
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(work / "03_activations")}},
+    )
+    client.execute()
+    assert "02_backward/backward.ipynb is not next to" in engine.outputs[-1]["evalue"]
+    shutil.rmtree(work)
 
 
 # ---- the solutions download -------------------------------------------------------------

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from helpers import NOTEBOOKS, SOLUTIONS, notebook_path
 
-from autograder.course import ROOT, open_course
+from autograder.course import ROOT, assignments, open_course
 from autograder.kernel.limits import TASK_MARKER, GiB, Limits, limited_command
 from autograder.messages import Progress, write_files
+from autograder.verdicts.api import engine_lessons
 from autograder.worker import plugins
 from autograder.worker.material import material_files, pack, shared_files, template_path
 from autograder.worker.submission import MAX_NOTEBOOK_BYTES, submitted_files
@@ -45,7 +46,12 @@ def test_the_material_holds_what_a_worker_needs_and_nothing_of_other_assignments
         template_path(A),
     ):
         assert rel in names, rel
-    assert not [n for n in names if n.startswith("source/02_")]
+    # of other assignments, only the lessons the course's engine of a lesson is read from
+    engines = {lesson for a in assignments() for lesson in engine_lessons(a)}
+    assert engines == {"01_value", "02_backward", "03_activations"}
+    others = {n.split("/")[1] for n in names if n.startswith("source/")} - {A, ".reference"}
+    assert others == engines - {A} | {".shared"}
+    assert not [n for n in names if n.startswith("source/05_")]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert material[f"source/{A}/coursekit.py"] == material["source/.shared/coursekit.py"]
 

@@ -24,12 +24,15 @@ GRADER_VERSION = "1"  # bump to grade every submission again
 
 def grader_digest(assignment: str, source: Path) -> str:
     """A hash of the assignment's source and of everything that grades it: the grader's
-    package, every file of it as workers receive it (worker/material.py), and the
-    reference engine."""
+    package, every file of it as workers receive it (worker/material.py), the reference
+    engine, and the sources of the lessons its course engine is read from (a lesson's)."""
     from ..content.generate import source_digest
+    from ..verdicts.api import engine_lessons
     from ..worker.plugins import code_digest, files_digest, read_tree
 
     h = hashlib.sha256(f"{GRADER_VERSION}\0{source_digest(assignment, source)}".encode())
+    for lesson in engine_lessons(assignment):
+        h.update(source_digest(lesson, source).encode())
     h.update(code_digest(Path(__file__).resolve().parents[1]).encode())
     h.update(files_digest(read_tree(SOURCE / ".reference")).encode())
     return h.hexdigest()[:24]

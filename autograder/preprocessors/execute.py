@@ -10,10 +10,11 @@ output is capped. Those limits, the per-cell limit and the sandbox mode are ``c.
 of its configuration (``Limits``: the course's, or a job's when ``grade`` runs it), as
 are its kernels' (sandbox.py). Cells listed in ``skip_cells`` (those that crashed or hung
 the kernel in an earlier run) are not run at all, nor are the course's demonstrations
-(cells tagged ``demo``: training runs and plots that no test needs). A problem set's cell
-tagged ``engine`` (and lesson 5b's) runs the course's engine instead of the student's
-choice, as its hidden tests do (verdicts/hidden/sets.py). What happened is kept as ``Event``s in
-``RUNS``, one entry per notebook run in this process.
+(cells tagged ``demo``: training runs and plots that no test needs). The cell tagged
+``engine`` of a problem set or a lesson that starts from earlier ones runs the course's
+engine instead of the student's choice, as its hidden tests assume (verdicts/hidden/sets.py,
+lessons.py). What happened is kept as ``Event``s in ``RUNS``, one entry per notebook run
+in this process.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ RUNS: list[dict] = []  # per notebook run in this process: {"notebook", "events"
 
 SKIPPED = "this cell crashed or hung the grading kernel in an earlier run, so it was not run again"
 DEMO = "[a demonstration: not run while grading]\n"
-ENGINE_TAG = "engine"  # a set's (or lesson 5b's) cell that picks the engine (coursekit.engine)
+ENGINE_TAG = "engine"  # the cell that picks the engine (coursekit.engine): sets, lessons 2-5
 COURSE_ENGINE = "[graded on the course's engine: this cell ran the course's, not this line]\n"
 
 
@@ -243,7 +244,7 @@ class GuardedExecute(Execute):
         )
 
     def _run_course_engine(self, cell, index: int, budget: float):
-        """A problem set's ``engine`` cell: grading runs the course's engine in its place
+        """The ``engine`` cell: grading runs the course's engine in its place
         (the hidden tests use it too), and says so under the cell."""
         source, cell.source = cell.source, self._engine_code
         try:

@@ -13,6 +13,9 @@ reference engine and the grader. Students get the **student edition** instead::
     DIR/lessons/START-HERE.md  the page JupyterLab opens on (its links are relative to
                              lessons/, and to my-work/, where lab.py copies it; on a
                              JupyterHub, students can work in lessons/ itself)
+    DIR/course/NN_name/      the course's version of each lesson that is past its due
+                             date (its executed solution notebook), which a notebook's
+                             engine("course", ...) runs; none without a past lesson
     DIR/slides/              each released lesson's slides as web pages that open from
                              disk with no network (autograder/content/slides.py: made from
                              the student notebooks, so no slide shows an answer)
@@ -22,11 +25,14 @@ reference engine and the grader. Students get the **student edition** instead::
 notebooks (``solutions/``), with a README, and nothing else. ``--zip`` also writes
 ``DIR.zip``; ``--git`` makes DIR a git repository and commits the release in it.
 
-Releasing into a folder that holds a previous release of the same kind replaces its files
-and keeps ``.git``, ``my-work/`` and ``.venv/``; any other non-empty folder is refused.
-Before it finishes, ``leaks()`` scans what was written for anything a student must not see
-(solution code, hidden tests, the reference engine, the grader, quiz answers) and the
-release fails if it finds any.
+What the edition holds follows the course's dates (``c.Schedule``, schedule.py): the
+assignments released by then, and the past ones' course versions; ``--upto`` a lesson or
+named assignments instead. Releasing into a folder that holds a previous release of the
+same kind replaces its files and keeps ``.git``, ``my-work/`` and ``.venv/``; any other
+non-empty folder is refused. Before it finishes, ``leaks()`` scans what was written for
+anything a student must not see (solution code of an assignment that is not past, hidden
+tests, the reference engine, the grader, quiz answers) and the release fails if it finds
+any.
 """
 
 from __future__ import annotations
@@ -37,11 +43,23 @@ import re
 import shutil
 import subprocess
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
-from .. import markers
+from .. import markers, schedule
 from ..content import slides
-from ..course import NOTEBOOKS, ROOT, SHARED, SOLUTIONS, SOURCE, assignments, kind
+from ..course import (
+    NOTEBOOKS,
+    ROOT,
+    SHARED,
+    SOLUTIONS,
+    SOURCE,
+    assignments,
+    kind,
+    nbgrader_config,
+)
+from ..errors import GraderError
+from ..schedule import Plan
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent  # the whole grader
@@ -51,7 +69,8 @@ LAB_CONFIG = FILES / "jupyter"
 START_PAGE = SHARED / "START-HERE.md"
 STUDENT_REQUIREMENTS = ROOT / "requirements-student.txt"  # the one list of students' packages
 LICENSE = ROOT / "LICENSE"  # code MIT, course text CC BY 4.0; ships with every release
-MARKER = ".edition.json"  # what kind of release a folder holds
+MARKER = ".edition.json"  # what kind of release a folder holds, and what is past in it
+COURSE_FOLDER = "course"  # the course's past lessons (coursekit.COURSE_FOLDER reads them)
 KEEP = {".git", "my-work", ".venv", MARKER}  # never removed when releasing again
 SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
@@ -114,30 +133,95 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def secret_lines(released: list[str] | None = None, source: Path = SOURCE) -> set[str]:
-    """Every line of every solution and hidden-test region in the instructor notebooks that
-    does not also appear, outside such regions, in what students are given: the notebooks
-    of the ``released`` assignments (default: all) and coursekit. A line like ``return
-    out`` in a locked cell is no secret, nor is lesson 1's engine once lesson 2, which
-    gives it in a locked cell, is released."""
-    secret: set[str] = set()
-    public: set[str] = set((SHARED / "coursekit.py").read_text(encoding="utf-8").splitlines())
-    given = set(assignments(source) if released is None else released)
-    for assignment in assignments(source):
-        for path in sorted((source / assignment).glob("*.ipynb")):
-            for cell in _cells(path):
-                text = _source(cell)
-                secret.update(markers.inside(text, markers.SOLUTION, markers.HIDDEN).split("\n"))
-                if assignment in given:
-                    public.update(
-                        markers.without(text, markers.SOLUTION, markers.HIDDEN).split("\n")
-                    )
-    stripped_public = {line.strip() for line in public}
-    return {  # a line of brackets alone (a list's closing "]") tells nothing
-        line.strip()
-        for line in secret
-        if re.search(r"\w", line) and line.strip() not in stripped_public
-    }
+class Secrets:
+    """What a release must not hold, read from the instructor notebooks, when the
+    assignments in ``past`` are past their due dates (``course.schedule``).
+
+    - Each line of a solution region of an assignment that is not past, unless students
+      are given it anyway: it appears outside solution and hidden-test regions in
+      coursekit, in that assignment's own notebooks or in an assignment before it in
+      course order (a line like ``return out``), or in the solution of a past one. A
+      later assignment never makes it public: a lesson that repeated an earlier lesson's
+      answers in a locked cell would give them away to a class that gets both at once.
+    - In the files of a quiz or a problem set, what that quiz or set itself gives is
+      allowed too: they come after the lessons they build on and may show code like
+      theirs (problem set 1's faulty engine, a quiz's training loop).
+    - Each line of a hidden-test region that students are given nowhere.
+    """
+
+    def __init__(self, past=(), source: Path = SOURCE):
+        self.past = set(past)
+        self.order = assignments(source)
+        kit = (SHARED / "coursekit.py").read_text(encoding="utf-8").splitlines()
+        self.kit = {line.strip() for line in kit}
+        self.solution: dict[str, set[str]] = {}
+        self.given: dict[str, set[str]] = {}
+        hidden: set[str] = set()
+        for assignment in self.order:
+            self.solution[assignment], self.given[assignment] = set(), set()
+            for path in sorted((source / assignment).glob("*.ipynb")):
+                for cell in _cells(path):
+                    text = _source(cell)
+                    solution = markers.inside(text, markers.SOLUTION)
+                    self.solution[assignment].update(_stripped(solution))
+                    hidden.update(_stripped(markers.inside(text, markers.HIDDEN)))
+                    given = markers.without(text, markers.SOLUTION, markers.HIDDEN)
+                    self.given[assignment].update(_stripped(given))
+                    if cell.get("cell_type") == "markdown":  # as a slide shows it: a table's
+                        self.given[assignment].update(_shown(given))  # cells, `code`
+        self.hidden = hidden - self.kit - set().union(*self.given.values())
+        self._answers = self._not_past_answers()
+        self._cache: dict[str | None, set[str]] = {}
+
+    def _not_past_answers(self) -> set[str]:
+        answers: set[str] = set()
+        public = set(self.kit).union(*(self.solution[a] for a in self.past if a in self.order))
+        for assignment in self.order:
+            public |= self.given[assignment]  # given by it or by an assignment before it
+            if assignment not in self.past:
+                answers |= self.solution[assignment] - public
+        return answers
+
+    def in_files_of(self, assignment: str | None) -> set[str]:
+        """The secret lines for a file of ``assignment`` (None: a file of no assignment,
+        such as the README or the launcher)."""
+        if assignment not in self._cache:
+            answers = self._answers
+            if assignment in self.given and kind(assignment) in ("quiz", "set"):
+                answers = answers - self.given[assignment]
+            self._cache[assignment] = answers | self.hidden
+        return self._cache[assignment]
+
+
+def _stripped(text: str) -> set[str]:
+    """The lines of ``text`` that say something: a line of brackets alone (a list's
+    closing ``]``) tells nothing."""
+    return {line.strip() for line in text.split("\n") if re.search(r"\w", line)}
+
+
+def _shown(markdown: str) -> set[str]:
+    """Pieces of a Markdown cell that a page shows on lines of their own: table cells
+    and `code` spans (the leak scan reads slides as a browser shows them)."""
+    cells = {part.strip() for line in markdown.split("\n") for part in line.split("|")}
+    spans = {span.strip() for span in re.findall(r"`([^`\n]+)`", markdown)}
+    return {piece for piece in cells | spans if piece}
+
+
+def secret_lines(past=(), source: Path = SOURCE) -> set[str]:
+    """The lines no file of a release may hold when the assignments in ``past`` are past
+    (``Secrets``: a file of no assignment; default: none is past, every answer is secret)."""
+    return Secrets(past, source).in_files_of(None)
+
+
+def _carrier(rel: Path) -> str | None:
+    """The assignment a file of a release belongs to: lessons/<it>/..., course/<it>/...,
+    slides/<it>.slides.html (None for the edition's own files)."""
+    parts = rel.parts
+    if len(parts) >= 3 and parts[0] in ("lessons", COURSE_FOLDER):
+        return parts[1]
+    if len(parts) == 2 and parts[0] == "slides" and parts[1].endswith(".slides.html"):
+        return parts[1].removesuffix(".slides.html")
+    return None
 
 
 def _texts(path: Path) -> list[str]:
@@ -168,17 +252,15 @@ def _texts(path: Path) -> list[str]:
 
 
 def leaks(
-    folder: Path, secrets: set[str] | None = None, *, allow_solutions: bool = False
+    folder: Path, secrets: set[str] | Secrets | None = None, *, allow_solutions: bool = False
 ) -> list[str]:
     """What in ``folder`` a student must not see, one line per finding (an empty list if
-    nothing). ``secrets`` defaults to ``secret_lines`` of the lessons in the folder.
+    nothing). ``secrets`` defaults to the ``Secrets`` of the release in the folder (its
+    past assignments are in its marker file); a set of lines is looked for in every file.
     ``allow_solutions``: the self-learners' download, where solution code is the point,
     but hidden tests, the grader and the reference engine are still not."""
     if secrets is None and not allow_solutions:
-        lessons = folder / "lessons"
-        released = sorted(p.name for p in lessons.glob("*") if p.is_dir())
-        secrets = secret_lines(released)
-    secrets = secrets or set()
+        secrets = Secrets(_marker(folder).get("past", []))
     found = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
@@ -191,15 +273,26 @@ def leaks(
         if path.suffix == ".zip":
             found.append(f"{rel}: an archive (its contents cannot be checked)")
             continue
+        if isinstance(secrets, Secrets):
+            lines_here = secrets.in_files_of(_carrier(rel))
+        else:
+            lines_here = secrets or set()
         for text in _texts(path):
             for word in FORBIDDEN_TEXT:
                 if word in text and not (allow_solutions and "SOLUTION" in word):
                     found.append(f"{rel}: contains {word!r}")
             if not allow_solutions:
                 lines = {line.strip() for line in text.splitlines()}
-                for line in sorted(lines & secrets)[:3]:
+                for line in sorted(lines & lines_here)[:3]:
                     found.append(f"{rel}: solution or hidden-test line {line[:60]!r}")
     return sorted(set(found))
+
+
+def _marker(folder: Path) -> dict:
+    try:
+        return json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # ---- writing a release -------------------------------------------------------------------
@@ -242,16 +335,47 @@ def _selected(selected: list[str] | None) -> list[str]:
     return [a for a in assignments() if selected is None or a in selected]
 
 
-def build_student_edition(dest: Path, selected: list[str] | None = None) -> list[str]:
+def edition_plan(
+    selected: list[str] | None = None, *, as_of: datetime | None = None, upto: str | None = None
+) -> Plan:
+    """What a student edition holds (course/schedule.py): the ``selected`` assignments,
+    or those up to and including ``upto`` (the ones before it past), or what the course's
+    ``c.Schedule.dates`` release by ``as_of`` (all of them, none past, without dates)."""
+    if upto is not None:
+        if selected:
+            raise ReleaseError("name the assignments to release or give --upto, not both")
+        return schedule.upto(assignments(), upto)
+    plan = schedule.Schedule.for_course(nbgrader_config()).plan(assignments(), as_of)
+    if selected:
+        return Plan(_selected(selected), plan.past)
+    return plan
+
+
+def build_student_edition(
+    dest: Path, selected: list[str] | None = None, past: list[str] | tuple = ()
+) -> list[str]:
     """Write the student edition of the ``selected`` assignments (default: all) into
-    ``dest``; return its files (relative paths)."""
+    ``dest``, with the course's version of each lesson in ``past`` (its executed solution
+    notebook, in ``course/``, where ``engine("course", ...)`` finds it); return its files
+    (relative paths)."""
     chosen = _selected(selected)
     missing = [a for a in chosen if not (NOTEBOOKS / a).is_dir()]
+    missing += [f"solutions/{a}" for a in past if not (SOLUTIONS / a).is_dir()]
     if missing:
-        raise ReleaseError(f"notebooks/ lacks {', '.join(missing)}: run `make generate` first")
+        raise ReleaseError(f"the course lacks {', '.join(missing)}: run `make generate` first")
     _clear_release_folder(dest, "student")
+    (dest / MARKER).write_text(
+        json.dumps({"kind": "student", "released": chosen, "past": sorted(past)}) + "\n"
+    )
     for assignment in chosen:
         shutil.copytree(NOTEBOOKS / assignment, dest / "lessons" / assignment, ignore=SKIP)
+    shipped = [a for a in _selected(list(past)) if kind(a) == "lesson"] if past else []
+    for lesson in shipped:
+        (dest / COURSE_FOLDER / lesson).mkdir(parents=True)
+        for notebook in sorted((SOLUTIONS / lesson).glob("*.ipynb")):
+            shutil.copy(notebook, dest / COURSE_FOLDER / lesson / notebook.name)
+    if shipped:
+        shutil.copy(FILES / "COURSE-README.md", dest / COURSE_FOLDER / "README.md")
     shutil.copy(LAUNCHER, dest / "lab.py")
     shutil.copytree(LAB_CONFIG, dest / "jupyter", ignore=SKIP)
     shutil.copy(START_PAGE, dest / "lessons" / START_PAGE.name)
@@ -333,14 +457,25 @@ def release(
     solutions: bool = False,
     zip_: bool = False,
     git: bool = False,
+    as_of: str | None = None,
+    upto: str | None = None,
 ) -> int:
     """The ``release`` command: 0 when written and clean, 1 when something leaked, 2 when
-    it could not be written."""
+    it could not be written. The student edition holds what ``edition_plan`` says (the
+    course's dates as of ``as_of``, ``upto`` a lesson, or the ``selected`` assignments);
+    the solutions download the ``selected`` assignments (default: all)."""
     dest = Path(dest).resolve()
-    build = build_solutions if solutions else build_student_edition
     try:
-        files = build(dest, selected)
-    except ReleaseError as exc:
+        if solutions:
+            if as_of is not None or upto is not None:
+                raise ReleaseError("--as-of and --upto are for the student edition")
+            files = build_solutions(dest, selected)
+        else:
+            plan = edition_plan(selected, as_of=schedule.as_of_date(as_of), upto=upto)
+            if not plan.released:
+                raise ReleaseError("nothing is released yet by c.Schedule.dates")
+            files = build_student_edition(dest, plan.released, plan.past)
+    except (ReleaseError, GraderError) as exc:
         print(f"release: {exc}")
         return 2
     what = "solutions download" if solutions else "student edition"
@@ -353,6 +488,13 @@ def release(
         return 1
     size = sum((dest / f).stat().st_size for f in files)
     print(f"{what}: {len(files)} files, {size / 1024:.0f} KiB in {dest}")
+    if not solutions:
+        print(f"released: {', '.join(plan.released)}")
+        shipped = [a for a in plan.past if kind(a) == "lesson"]
+        if shipped:
+            print(f"past, with the course's version in {COURSE_FOLDER}/: {', '.join(shipped)}")
+        if plan.undated:
+            print(f"not released (no release date in c.Schedule.dates): {', '.join(plan.undated)}")
     if zip_:
         archive = write_zip(dest)
         print(f"zip: {archive} ({archive.stat().st_size / 1024:.0f} KiB)")

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 
 from nbgrader import utils
 
+from .. import markers
 from . import answers
 
 MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
@@ -205,20 +206,33 @@ def practice_round(assignment: str) -> dict | None:
 
 
 def engine_code(assignment: str) -> str | None:
-    """What grading runs in place of a problem set's cell tagged ``engine``: the course's
-    engine (``ENGINE`` of the assignment's hidden module: the sets' and lesson 5b's; None
-    for the other lessons)."""
+    """What grading runs in place of the cell tagged ``engine`` of a problem set or a
+    lesson that starts from earlier ones: the course's engine (``ENGINE`` of the
+    assignment's hidden module; None for an assignment without one)."""
     module = _hidden(assignment)
     engine = getattr(module, "ENGINE", None)
     return engine.code if engine is not None else None
 
 
+def engine_lessons(assignment: str) -> tuple[str, ...]:
+    """The lessons whose instructor notebooks the course's engine of ``assignment`` is
+    read from (its grading needs their source folders: worker/material.py)."""
+    engine = getattr(_hidden(assignment), "ENGINE", None)
+    return tuple(engine.lessons) if engine is not None else ()
+
+
+def solution_code(source: str) -> str:
+    """A code cell of an instructor notebook as the course's solution runs it: without
+    hidden tests and solution markers (for the course's engine, hidden/lessons.py)."""
+    return markers.solved(source)
+
+
 def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
     """Run the cell's hidden test; its verdict. A problem set's requests all carry its
-    course engine (``ENGINE``)."""
+    course engine (``ENGINE.given``; a lesson's kernel holds the course's engine itself)."""
     test = hidden_tests(assignment).get(grade_id)
     engine = getattr(_hidden(assignment), "ENGINE", None)
-    kernel.engine = (engine.given,) if engine is not None else ()
+    kernel.engine = (engine.given,) if engine is not None and engine.given else ()
     if test is None:
         return Verdict(
             False,

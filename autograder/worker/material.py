@@ -10,7 +10,10 @@ The material is laid out like the course itself (``nbgrader_config.py``, ``autog
 ``source/``), so the grader finds everything where it would in the course folder: the
 kernels' start-up files and hidden tests under ``autograder/``, the reference engine
 under ``source/.reference`` (where ``autograder/verdicts/hidden/common.py`` looks), the assignment's
-source folder, and its template gradebook (``templates/<assignment>.db``).
+source folder, and its template gradebook (``templates/<assignment>.db``). Every material
+also holds the instructor notebooks of the lessons that the course's engine of a lesson is
+read from (verdicts/hidden/lessons.py): a worker imports the grader once, from the first
+material it gets, and its hidden tests read the course's files from there.
 """
 
 from __future__ import annotations
@@ -20,20 +23,24 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import ROOT, SHARED, SOURCE, Course
+from ..course import ROOT, SHARED, SOURCE, Course, assignments
+from ..verdicts.api import engine_lessons
 from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 
 
 def shared_files() -> dict[str, bytes]:
     """What every assignment's material holds: the grader (its package, with the probe and
-    the hidden tests, and nbgrader_config.py), the reference engine and the students'
-    helper module. A run reads them once, so that all its workers grade with one version
-    of the grader even if its files change meanwhile."""
+    the hidden tests, and nbgrader_config.py), the reference engine, the students' helper
+    module and the lessons the course's engine of a lesson is read from. A run reads them
+    once, so that all its workers grade with one version of the grader even if its files
+    change meanwhile."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
+    lessons = sorted({lesson for a in assignments() for lesson in engine_lessons(a)})
     for folder, prefix in [
         (ROOT / CODE, f"{CODE}/"),
         (SOURCE / ".reference", "source/.reference/"),
         (SHARED, "source/.shared/"),
+        *((SOURCE / lesson, f"source/{lesson}/") for lesson in lessons),
     ]:
         files.update(read_tree(folder, prefix))
     return files

@@ -16,6 +16,7 @@ __all__ = [
     "check",
     "check_close",
     "check_raises",
+    "dot",
     "draw_graph",
     "engine",
     "expect",
@@ -1177,92 +1178,217 @@ def _practice_bank(assignment: str) -> dict:
     return {}
 
 
-# ---- the engine a problem set runs on --------------------------------------------------
+# ---- a fused neuron (lesson 5) ---------------------------------------------------------
 
-_ENGINE_NAMES = ("Value", "dot")
-_NETWORK_NAMES = ("Module", "Neuron", "Layer", "MLP")
-# Where each version lives, as (lesson folder, notebook): yours is in the lesson you
-# wrote it in; the course's is published, in a locked cell, by the next assignment.
-_MINE = {False: ("03_activations", "activations.ipynb"), True: ("05_mlp", "mlp.ipynb")}
-_COURSE = [
-    ("05_mlp", "mlp.ipynb", ("mlp_setup", "mlp_engine")),
-    ("06_checkpoint_mlp", "checkpoint_mlp.ipynb", ("mlp_quiz_course_network",)),
+
+def dot(ws, xs, b=0.0):
+    """``b + ws[0]*xs[0] + ws[1]*xs[1] + ...`` as one node of your engine, where a sum of
+    products makes two nodes per input. Its closure knows every partial derivative:
+    d/dws[i] = xs[i], d/dxs[i] = ws[i], d/db = 1. ``xs`` and ``b`` may be plain numbers.
+    It only needs what lesson 1 built: ``Value(data, parents, op)``, ``.data``, ``.grad``
+    and a ``_backward()`` closure."""
+    if len(ws) != len(xs):
+        raise ValueError(f"dot(): {len(ws)} weights but {len(xs)} inputs")
+    found = [v for v in (*ws, *xs, b) if hasattr(v, "grad") and hasattr(v, "_backward")]
+    if not found:
+        raise TypeError("dot(): the weights are plain numbers; it needs Values")
+    Value = type(found[0])
+
+    def node(v):
+        return v if isinstance(v, Value) else Value(v)
+
+    ws, xs, b = [node(w) for w in ws], [node(x) for x in xs], node(b)
+    out = Value(b.data + sum(w.data * x.data for w, x in zip(ws, xs)), (*ws, *xs, b), "dot")
+
+    def _backward():
+        for i, w in enumerate(ws):
+            w.grad += xs[i].data * out.grad
+            xs[i].grad += w.data * out.grad
+        b.grad += out.grad
+
+    out._backward = _backward
+    return out
+
+
+# ---- the engine a lesson or a problem set starts from -----------------------------------
+#
+# Lessons 2, 3 and 5 and the problem sets start from the engine you built in the lessons
+# before them, in one line: engine("mine", ...) runs your own notebook of the last lesson
+# that built those names, from the folder next to this one (that notebook starts from
+# the one before it, in the same way). engine("course", ...) runs the course's version of
+# that lesson instead: the course/ folder beside your lessons holds the course's lessons
+# that are past their due date.
+
+# The lessons that build the engine, in course order: each one's notebook, and the names
+# it makes or extends. Value grows over three lessons (lesson 2 gives it backward(),
+# lesson 3 tanh() and the other functions): a notebook gets it from the last of them.
+ENGINE_LESSONS = [
+    ("01_value", "value.ipynb", ("Value",)),
+    ("02_backward", "backward.ipynb", ("Value", "numerical_grad", "grad_check")),
+    ("03_activations", "activations.ipynb", ("Value",)),
+    ("05_mlp", "mlp.ipynb", ("Module", "Neuron", "Layer", "MLP")),
 ]
+ENGINE_TAG = "engine"  # the one-line cell that says which engine a notebook starts from
+COURSE_FOLDER = "course"  # beside the lessons' folder: the course's past lessons
+_loading: list = []  # the notebooks engine() is running now, outermost first
+_found: list = []  # (lesson, checks failing as last saved) of each one: for the last word
 
 
 class EngineNotFound(Exception):
-    """The engine a problem set asked for is not where it should be."""
+    """The engine a notebook asked for is not where it should be, or would not run."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython prints these lines, no traceback
+        return [f"✗ {line}" if i == 0 else f"  {line}" for i, line in enumerate(_lines(self))]
 
 
 def engine(which: str, *names: str):
-    """The engine a problem set runs on: ``engine("mine", "Value")`` is the ``Value`` of
-    your 03_activations notebook; with any of Module, Neuron, Layer, MLP (or dot), every
-    name comes from your 05_mlp notebook. ``engine("course", ...)`` gives the course's
-    versions instead, once the assignment that publishes them is in your folder: lesson 5
-    (its locked engine cell) for Value and dot, quiz 6 for the network. One name returns
-    that object, several a tuple. Grading always uses the course's."""
+    """The engine this notebook starts from: ``engine("mine", "Value")`` is the Value of
+    your own notebook of the last lesson before this one that builds it (lesson 2 gets
+    lesson 1's, lesson 3 lesson 2's, a problem set lesson 3's), in the folder next to
+    this one. Its setup, given and exercise cells run again, quietly: never its checks or
+    demonstrations. ``engine("course", ...)`` gives the course's version of that lesson
+    instead, once the lesson is past its due date. One name returns that object, several
+    a tuple. Grading always runs this notebook on the course's version."""
     if which not in ("mine", "course"):
         raise ValueError(f'engine(): the first argument is "mine" or "course", got {which!r}')
-    unknown = [n for n in names if n not in _ENGINE_NAMES + _NETWORK_NAMES]
+    known = list(dict.fromkeys(n for _, _, made in ENGINE_LESSONS for n in made))
+    unknown = [n for n in names if n not in known]
     if not names or unknown:
-        known = ", ".join(_ENGINE_NAMES + _NETWORK_NAMES)
-        raise ValueError(f"engine(): name what to load, from {known} (got {unknown or 'none'})")
-    network = any(n in _NETWORK_NAMES or n == "dot" for n in names)
-    namespace, failed = {}, []
+        raise ValueError(
+            f"engine(): name what to load, from {', '.join(known)} (got {unknown or 'none'})"
+        )
+    nested = bool(_loading)
+    here = _loading[-1].parent if nested else _lesson_folder()
+    folder, notebook = _builder(names, here.name)
     if which == "mine":
-        folder, notebook = _MINE[network]
-        failed += _run_lesson_cells(folder, notebook, None, namespace)
-    else:
-        for folder, notebook, cells in _COURSE[: 2 if network else 1]:
-            failed += _run_lesson_cells(folder, notebook, cells, namespace)
+        path = here.parent / folder / notebook
+        if not path.is_file():
+            whose = f"your {here.name} notebook, which starts from it" if nested else (
+                "this notebook's folder")
+            raise EngineNotFound(f"engine(): {folder}/{notebook} is not next to {whose}")
+    else:  # course/ beside the lessons' folder (the student edition), or among them
+        if here.parent.name == COURSE_FOLDER:  # a course notebook's engine cell
+            courses = [here.parent]
+        else:
+            courses = [here.parent.parent / COURSE_FOLDER, here.parent / COURSE_FOLDER]
+        shipped = [c / folder / notebook for c in courses if (c / folder / notebook).is_file()]
+        if not shipped:
+            raise EngineNotFound(
+                f"engine(): the course's {folder} is not out yet: it comes once {folder} "
+                'is past its due date (until then, use "mine")'
+            )
+        path = shipped[0]
+    if not nested:
+        _found.clear()
+    namespace, failed = _run_lesson(path, which)
     missing = [n for n in names if n not in namespace]
     if missing:
+        whose = "your" if which == "mine" else "the course's"
         why = f" ({failed[0]})" if failed else ""
-        raise EngineNotFound(f"engine(): {which!r} lessons define no {', '.join(missing)}{why}")
+        raise EngineNotFound(f"engine(): {whose} {folder} notebook defines no "
+                             f"{', '.join(missing)}{why}")
+    if not nested:
+        _say_where(which, names)
     found = tuple(namespace[n] for n in names)
     return found[0] if len(found) == 1 else found
 
 
-def _lesson_notebook(folder: str, notebook: str):
-    """``folder/notebook`` among the lessons next to this one (or next to the current
-    folder); None if it is in neither."""
+def _lesson_folder():
+    """The folder of the notebook in hand: this file's (every lesson folder has its own
+    coursekit.py), or the current folder when this file is not in a lesson folder."""
     from pathlib import Path
 
-    for course in (Path(__file__).absolute().parent.parent, Path.cwd().absolute().parent):
-        path = course / folder / notebook
-        if path.is_file():
-            return path
-    return None
+    kit, here = Path(__file__).absolute().parent, Path.cwd().absolute()
+    return here if not kit.name[:2].isdigit() and here.name[:2].isdigit() else kit
 
 
-def _run_lesson_cells(folder: str, notebook: str, cells, namespace: dict) -> list[str]:
-    """Run a lesson's code that defines things in ``namespace``, with its output hidden:
-    the cells named ``cells`` or, when None, the setup and given code (locked cells) and
-    the exercises (solution cells), never the checks or the demonstrations. Returns a
-    line per cell that failed (the others still run: a broken loss leaves MLP usable)."""
+def _builder(names, here: str) -> tuple[str, str]:
+    """(folder, notebook) of the last lesson before ``here`` that builds any of ``names``
+    (a folder whose name is no lesson's comes after all of them)."""
+    chosen = None
+    for name in names:
+        before = [(f, nb) for f, nb, made in ENGINE_LESSONS if name in made and f < here]
+        if not before:
+            raise EngineNotFound(f"engine(): no lesson before {here} builds {name}")
+        chosen = max(chosen or before[-1], before[-1])
+    return chosen
+
+
+def engine_cells(nb) -> list:
+    """The code cells of a lesson that make its engine: the setup and given code (locked
+    cells), the exercises (solution cells) and the cell tagged ``engine``, never the
+    checks or the demonstrations."""
+    cells = []
+    for cell in nb.cells:
+        md = cell.metadata.get("nbgrader", {})
+        made = (md.get("solution") or md.get("locked")) and not md.get("grade")
+        tagged = ENGINE_TAG in cell.metadata.get("tags", [])
+        if cell.get("cell_type") == "code" and (made or tagged):
+            cells.append(cell)
+    return cells
+
+
+def _run_lesson(path, which: str) -> tuple[dict, list[str]]:
+    """Run the engine cells of the notebook at ``path`` in a namespace of their own, with
+    their output hidden (an engine cell there loads the lesson before it, the same way).
+    Returns the namespace and a line per cell that failed: the other cells still run (a
+    broken loss leaves MLP usable)."""
     import contextlib
     import io
 
-    path = _lesson_notebook(folder, notebook)
-    if path is None:
-        raise EngineNotFound(
-            f"engine(): {folder}/{notebook} is not next to this notebook's folder"
-            + ("" if cells is None else " (it comes when that assignment is released)")
-        )
-    namespace.setdefault("__name__", f"lesson_{folder}")
-    failed = []
-    for cell in _read(path).cells:
-        md = cell.metadata.get("nbgrader", {})
-        wanted = (
-            md.get("grade_id") in cells
-            if cells is not None
-            else (md.get("solution") or md.get("locked")) and not md.get("grade")
-        )
-        if cell.get("cell_type") != "code" or not wanted:
-            continue
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(cell.source, f"<{folder} {md.get('grade_id')}>", "exec"), namespace)
-        except Exception as exc:
-            failed.append(f"{folder}, cell {md.get('grade_id')}: {_error(exc, 60)}")
-    return failed
+    name = f"{path.parent.name}/{path.name}"
+    if path.resolve() in [p.resolve() for p in _loading]:
+        chain = " -> ".join(p.parent.name for p in [*_loading, path])
+        raise EngineNotFound(f"engine(): {name} leads back to a notebook it is loading "
+                             f"({chain}): is it a copy of, or a link to, another lesson's?")
+    try:
+        cells = engine_cells(_read(path))
+    except Exception as exc:
+        raise EngineNotFound(f"engine(): {name} cannot be read ({_error(exc, 60)})") from None
+    failing, unwritten = [], []
+    if which == "mine":
+        failing = [e for e, ok, _ in saved_results(path) if ok is False]
+        unwritten = [c.metadata["nbgrader"].get("grade_id", "?").split("_", 1)[-1]
+                     for c in cells if c.metadata.get("nbgrader", {}).get("solution")
+                     and "raise NotImplementedError()" in c.source]
+    _found.append((path.parent.name, failing, unwritten))
+    namespace, failed = {"__name__": f"lesson_{path.parent.name}"}, []
+    _loading.append(path)
+    try:
+        for cell in cells:
+            label = cell.metadata.get("nbgrader", {}).get("grade_id") or ENGINE_TAG
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(cell.source, f"<{path.parent.name} {label}>", "exec"), namespace)
+            except EngineNotFound:
+                raise
+            except Exception as exc:
+                failed.append(f"its cell {label}: {_error(exc, 50)}")
+    finally:
+        _loading.pop()
+    return namespace, failed
+
+
+def _say_where(which: str, names) -> None:
+    """Where the engine came from, in a line, and any of those notebooks' checks that
+    fail, as last saved: a check here that uses them fails too."""
+    import textwrap
+
+    def listed(items) -> str:
+        return ", ".join(items[:4]) + (", ..." if len(items) > 4 else "")
+
+    lessons = [lesson for lesson, _, _ in _found]
+    whose = "your own" if which == "mine" else "the course's"
+    after = f" (which starts from {', '.join(lessons[1:])})" if lessons[1:] else ""
+    print(f"{', '.join(names)}: {whose}, from {lessons[0]}{after}.")
+    for lesson, failing, unwritten in _found:
+        problems = ([f"fails the checks of {listed(failing)}"] if failing else []) + (
+            [f"has {listed(unwritten)} still to write"] if unwritten else [])
+        if problems:
+            text = (
+                f"As last saved, your {lesson} notebook {' and '.join(problems)}: a check "
+                "here that uses them fails too. Fix them there (and save), or switch to "
+                f'"course" once {lesson} is past.'
+            )
+            print("\n".join(textwrap.wrap(text, WIDTH)))
+    _found.clear()

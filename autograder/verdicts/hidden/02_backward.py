@@ -2,8 +2,9 @@
 gradients, grad_check and the iterative sort (numerical_grad and grad_check are graded in
 gradcheck.py).
 
-The students get the lesson-1 engine in a locked cell (closures without arguments,
-``_prev = set(children)``) and write the rest. Each test grades one exercise: what it
+The students start from their own lesson-1 engine (the cell tagged ``engine``); grading
+runs the course's lesson 1 there (``ENGINE``: closures without arguments, ``_prev =
+set(children)``), and the students write the rest. Each test grades one exercise: what it
 builds on is the course's own version (``Given``), attached for that test only, so a
 broken sort costs the sort's points and not those of backward() or grad_check.
 
@@ -32,7 +33,9 @@ from .common import (
     short,
 )
 from .gradcheck import grad_check, numerical_grad
+from .lessons import lesson_engine
 
+ENGINE = lesson_engine("02_backward", "Value")  # the course's lesson 1, when graded
 DEEP = 10_000  # deeper than Python's default recursion limit (1000) by ten times
 
 

@@ -1,8 +1,9 @@
 """Hidden tests of 03_activations: tanh, relu, exp, log, sigmoid, sin, cos, sqrt, and one
 neuron.
 
-The students get the engine of lessons 1-2 in a locked cell (arithmetic, backward()) and
-attach the functions to it. Each check compares the op with the reference engine
+The students start from their own engine of lessons 1-2 (the cell tagged ``engine``);
+grading runs the course's lessons 1 and 2 there (``ENGINE``: arithmetic, backward()), and
+the students attach the functions to it. Each check compares the op with the reference engine
 
 - alone at random inputs, backpropagated from a random d(loss)/d(output) too, so that a
   ``_backward`` without ``* out.grad`` shows;
@@ -32,6 +33,10 @@ from .common import (
     random_program,
     single,
 )
+from .lessons import lesson_engine
+
+# The course's lessons 1 and 2, when graded (the cell tagged engine).
+ENGINE = lesson_engine("03_activations", "Value", "numerical_grad", "grad_check")
 
 LARGE = "large inputs must work too: the tests use |x| up to 1000"
 TANH = Given(

@@ -1,4 +1,5 @@
-"""Hidden tests of 05_mlp, a neural network on the given engine.
+"""Hidden tests of 05_mlp, a neural network on the engine of lessons 1 to 3 (the student's
+own in the lab; the course's, ``ENGINE``, when graded, with coursekit's ``dot``).
 
 The student's modules get the weights of the reference network (refgrad.nn), copied in
 ``parameters()`` order, and must then agree with it: every output, and the gradient of
@@ -13,6 +14,9 @@ import random
 from collections.abc import Callable, Sequence
 
 from .common import Given, Kernel, RefValue, close, fail, num, ref_nn
+from .lessons import lesson_engine
+
+ENGINE = lesson_engine("05_mlp", "Value", "dot")  # the course's lessons 1 to 3, when graded
 
 MODULE = (
     Given("Module.parameters", "parameters", "def parameters(self):\n    return []\n"),

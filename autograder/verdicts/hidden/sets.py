@@ -36,12 +36,14 @@ NETWORK_NAMES = ("Module", "Neuron", "Layer", "MLP")  # refgrad/nn.py
 
 @dataclass(frozen=True)
 class CourseEngine:
-    """The course's versions of ``names``: ``given`` for the probe's requests, ``code``
-    for the grading kernel's ``engine`` cell."""
+    """The course's versions of ``names``: ``given`` for the probe's requests (None: the
+    kernel's own are the course's), ``code`` for the grading kernel's ``engine`` cell, and
+    the ``lessons`` whose source folders that code is read from (lessons.py)."""
 
     names: tuple[str, ...]
-    given: Given
+    given: Given | None
     code: str
+    lessons: tuple[str, ...] = ()
 
 
 def _without_package_imports(path: Path) -> str:
