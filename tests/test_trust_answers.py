@@ -545,18 +545,18 @@ SORTS = {
     "coursekit's walk pasted and renamed": """
 def topological_order_iterative(start):
     out: list = []
-    done: set[int] = set()
-    todo = [(start, False)]
+    done = {id(start)}
+    todo = [(start, iter(getattr(start, "_prev", ()) or ()))]
     while todo:
-        n, ready = todo.pop()
-        if ready:
+        n, rest = todo[-1]
+        for p in rest:
+            if id(p) not in done:
+                done.add(id(p))
+                todo.append((p, iter(getattr(p, "_prev", ()) or ())))
+                break
+        else:
+            todo.pop()
             out.append(n)
-        elif id(n) not in done:
-            done.add(id(n))
-            todo.append((n, True))
-            for p in getattr(n, "_prev", ()) or ():
-                if id(p) not in done:
-                    todo.append((p, False))
     return out
 """,
     "coursekit's walk called through a wrapper": """
