@@ -49,6 +49,7 @@ from pathlib import Path
 from .. import markers, schedule
 from ..content import slides
 from ..course import (
+    KIT,
     NOTEBOOKS,
     ROOT,
     SHARED,
@@ -146,7 +147,10 @@ class Secrets:
     - In the files of a quiz or a problem set, what that quiz or set itself gives is
       allowed too: they come after the lessons they build on and may show code like
       theirs (problem set 1's faulty engine, a quiz's training loop).
-    - Each line of a hidden-test region that students are given nowhere.
+    - Each line of a hidden-test region that students are given nowhere, and each line
+      of a quiz's hidden answers (``verdicts/hidden/<quiz>.py``) that names a question,
+      option, wording or listing by its id (``"q2"``, ``"o2"``, ``{"s1", "s3"}``,
+      ``"m1": 7``): which of them is right is the grader's alone.
     """
 
     def __init__(self, past=(), source: Path = SOURCE):
@@ -169,7 +173,11 @@ class Secrets:
                     self.given[assignment].update(_stripped(given))
                     if cell.get("cell_type") == "markdown":  # as a slide shows it: a table's
                         self.given[assignment].update(_shown(given))  # cells, `code`
-        self.hidden = hidden - self.kit - set().union(*self.given.values())
+            for path in sorted((source / assignment).glob("*.py")):  # released beside it
+                if path.name != KIT:  # (a quiz's questions.py); coursekit is read above
+                    self.given[assignment].update(_stripped(path.read_text(encoding="utf-8")))
+        keys = set().union(*(_quiz_key_lines(a) for a in self.order if kind(a) == "quiz"))
+        self.hidden = (hidden | keys) - self.kit - set().union(*self.given.values())
         self._answers = self._not_past_answers()
         self._cache: dict[str | None, set[str]] = {}
 
@@ -191,6 +199,17 @@ class Secrets:
                 answers = answers - self.given[assignment]
             self._cache[assignment] = answers | self.hidden
         return self._cache[assignment]
+
+
+QUIZ_ID = re.compile(r'"(?:[qoms]\d+|\w+)"(?::\s*\d|\s*[,:}])')  # "q1": "o2", "m1": 7
+
+
+def _quiz_key_lines(assignment: str) -> set[str]:
+    """The lines of a quiz's hidden answers that say which id is right."""
+    path = PACKAGE / "verdicts" / "hidden" / f"{assignment}.py"
+    if not path.is_file():
+        return set()
+    return {line for line in _stripped(path.read_text(encoding="utf-8")) if QUIZ_ID.search(line)}
 
 
 def _stripped(text: str) -> set[str]:
