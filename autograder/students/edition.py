@@ -144,9 +144,6 @@ class Secrets:
       course order (a line like ``return out``), or in the solution of a past one. A
       later assignment never makes it public: a lesson that repeated an earlier lesson's
       answers in a locked cell would give them away to a class that gets both at once.
-    - In the files of a quiz or a problem set, what that quiz or set itself gives is
-      allowed too: they come after the lessons they build on and may show code like
-      theirs (problem set 1's faulty engine, a quiz's training loop).
     - Each line of a hidden-test region that students are given nowhere, and each line
       of a quiz's hidden answers (``verdicts/hidden/<quiz>.py``) that names a question,
       option, wording or listing by its id (``"q2"``, ``"o2"``, ``{"s1", "s3"}``,
@@ -194,10 +191,7 @@ class Secrets:
         """The secret lines for a file of ``assignment`` (None: a file of no assignment,
         such as the README or the launcher)."""
         if assignment not in self._cache:
-            answers = self._answers
-            if assignment in self.given and kind(assignment) in ("quiz", "set"):
-                answers = answers - self.given[assignment]
-            self._cache[assignment] = answers | self.hidden
+            self._cache[assignment] = self._answers | self.hidden
         return self._cache[assignment]
 
 

@@ -62,32 +62,31 @@ class Buggy:
         out = type(self)(self.data**n, (self,), f"**{n}")
 
         def _backward():
-            self.grad += n * self.data ** (n - 1) * out.grad
+            self.grad += out.grad * n * self.data ** (n - 1)
 
         out._backward = _backward
         return out
 
     def __neg__(self):
-        return self * -1
+        return self * -1.0
 
     def __sub__(self, other):
-        return self + (-other)
+        return self + other * -1.0
 
     def __truediv__(self, other):
-        return self * other**-1
+        return self * (other**-1)
 
     def __radd__(self, other):
-        return self + other
+        return self.__add__(other)
 
     def __rmul__(self, other):
-        return self * other
+        return self.__mul__(other)
 
     def __rsub__(self, other):
         return self._node(other) - self
 
     def tanh(self):
-        t = math.tanh(self.data)
-        out = type(self)(t, (self,), "tanh")
+        out = type(self)(math.tanh(self.data), (self,), "tanh")
 
         def _backward():
             self.grad += (1 - self.data**2) * out.grad
@@ -100,7 +99,7 @@ class Buggy:
         out = type(self)(e, (self,), "exp")
 
         def _backward():
-            self.grad += e * out.grad
+            self.grad += out.grad * e
 
         out._backward = _backward
         return out
@@ -109,23 +108,24 @@ class Buggy:
         out = type(self)(max(self.data, 0.0), (self,), "relu")
 
         def _backward():
-            self.grad += (1.0 if self.data > 0 else 0.0) * out.grad
+            self.grad += out.grad * (1.0 if self.data > 0 else 0.0)
 
         out._backward = _backward
         return out
 
     def backward(self):
         """Set .grad of every node that self depends on to d(self)/d(node)."""
-        order, visited = [], set()
-
-        def visit(node):
-            if node not in visited:
-                visited.add(node)
-                for parent in node._prev:
-                    visit(parent)
+        order, seen, stack = [], {self}, [(self, iter(self._prev))]
+        while stack:  # depth first, without recursion: each node after its parents
+            node, parents = stack[-1]
+            for parent in parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append((parent, iter(parent._prev)))
+                    break
+            else:
+                stack.pop()
                 order.append(node)
-
-        visit(self)
         self.grad = 1.0
         for node in reversed(order):  # outputs first
             node._backward()
