@@ -141,7 +141,7 @@ def item_rows(cells: list[list[str]]) -> list[list[str]]:
         stats = item_statistics(
             {c: {s: sc / m for s, (sc, m) in v.items()} for c, v in items.items()}
         )
-        for cell, (students, right, rest, upper_lower) in stats.items():
+        for cell, (students, right, rest, upper_lower) in sorted(stats.items(), key=_in_order):
             points = max(m for _, m in items[cell].values())
             rows.append(
                 [
@@ -156,6 +156,13 @@ def item_rows(cells: list[list[str]]) -> list[list[str]]:
                 ]
             )
     return rows
+
+
+def _in_order(item) -> tuple:
+    """q2 before q10: the numbers in a cell's name compared as numbers."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", item[0]))
 
 
 def _fmt(x: float | None) -> str:
