@@ -121,6 +121,7 @@ def solve(
 ) -> Path:
     """Solved, executed notebooks (with the assignment's other files) in dest_root."""
     from nbclient import NotebookClient
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     src = SOURCE / assignment
     out = dest_root / assignment
@@ -135,7 +136,11 @@ def solve(
         nb = solution_notebook(source_nb, practice)
         nbformat.write(nb, out / source_nb.name)  # on disk while it runs: a quiz reads it
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(out)}}
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(out)}},
+            record_timing=False,  # no timestamps: regenerating changes only what changed
         )
         # coursekit.self_check() turned off (it would run every notebook), and a quiz shows
         # the variant of an example student id, which its worked answers then answer.
@@ -144,6 +149,8 @@ def solve(
             client.execute(env=env)
         except Exception as exc:
             raise GenerateError(f"{source_nb.relative_to(SOURCE.parent)} failed:\n{exc}") from exc
+        # One stream output per cell and stream, however the kernel happened to flush it.
+        nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
         nbformat.write(nb, out / source_nb.name)
     return out
 

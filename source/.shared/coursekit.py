@@ -251,8 +251,15 @@ def draw_graph(root, rankdir: str = "LR"):
     dot = graphviz.Digraph(
         graph_attr={"rankdir": rankdir, "size": GRAPH_SIZE}, node_attr={"fontsize": "11"}
     )
-    for node in graph_nodes(root):
-        uid = str(id(node))
+    # Nodes and edges in an order of their own (not the order a set of parents happens to
+    # give), so that the same graph is drawn the same way every time.
+    def order(node):
+        return (getattr(node, "label", "") or "", float(node.data), getattr(node, "_op", ""))
+
+    nodes = sorted(graph_nodes(root), key=order)
+    name = {id(node): f"n{i}" for i, node in enumerate(nodes)}
+    for node in nodes:
+        uid = name[id(node)]
         label = getattr(node, "label", "") or ""
         text = f"{label} | " if label else ""
         text += f"data {_num(float(node.data))} | grad {_num(float(node.grad))}"
@@ -261,8 +268,8 @@ def draw_graph(root, rankdir: str = "LR"):
         if op:
             dot.node(uid + op, op, shape="circle", width="0.3")
             dot.edge(uid + op, uid)
-        for parent in getattr(node, "_prev", ()) or ():
-            dot.edge(str(id(parent)), uid + op if op else uid)
+        for parent in sorted(getattr(node, "_prev", ()) or (), key=order):
+            dot.edge(name[id(parent)], uid + op if op else uid)
     try:
         svg = dot.pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:
