@@ -11,6 +11,8 @@ from helpers import (
     grade_class,
     mutate,
     read,
+    run_cells,
+    verdict_of,
 )
 
 A = "01_value"
@@ -162,6 +164,44 @@ def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, {ADD, HAND, ARITH, REFL})
 
 
+# An exercise of several methods credits each its share (issue 29, class 4): (bug, old,
+# new, exercise, share earned, the method the message names first). A method built on a
+# broken sibling (``-`` on unary minus, ``/`` on ``**``) is checked on the course's.
+SIBLINGS = [
+    ("unary minus", "    return self * -1\n", "    return self * 1\n", ARITH, 0.75, "__neg__"),
+    (
+        "power rule",
+        "self.grad += n * self.data ** (n - 1) * out.grad",
+        "self.grad += n * self.data**n * out.grad",
+        ARITH,
+        0.75,
+        "__pow__",
+    ),
+    ("no __mul__ gradient", "other.grad += self.data * out.grad", "pass", ADD, 0.5, "__mul__"),
+    (
+        "__radd__ and __rtruediv__ missing",
+        "Value.__radd__ = __radd__\nValue.__rmul__ = __rmul__\nValue.__rsub__ = __rsub__\n"
+        "Value.__rtruediv__ = __rtruediv__",
+        "Value.__rmul__ = __rmul__\nValue.__rsub__ = __rsub__",
+        REFL,
+        0.5,
+        "__radd__",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, old, new, cell, share, method", SIBLINGS, ids=[s[0] for s in SIBLINGS]
+)
+def test_a_correct_method_keeps_its_share(solution, name, old, new, cell, share, method):
+    failed = failing_cells(mutate(solution, old, new), A)
+    assert {c for c in failed if not c.startswith("cell ")} == {cell}, failed  # demos aside
+    verdict = verdict_of(run_cells(mutate(solution, old, new), A, tests=False), A, cell)
+    assert not verdict.passed and verdict.credit == pytest.approx(share), verdict
+    assert verdict.message.startswith(f"`{method}`"), verdict.message
+    assert "credited:" in verdict.message, verdict.message
+
+
 @pytest.mark.slow
 def test_nbgrader_grades_01_value(tmp_path):
     scores, full = grade_class(
@@ -170,7 +210,10 @@ def test_nbgrader_grades_01_value(tmp_path):
         {
             "rsub_swapped": mutate(read(SOURCE, A), *BUGS[6][1:3]),
             "tuple_prev": mutate(read(SOURCE, A), *VARIANTS[0][1:3]),
+            "neg_broken": mutate(read(SOURCE, A), *SIBLINGS[0][1:3]),
         },
     )
     assert scores["tuple_prev"] == full
-    assert scores["rsub_swapped"] == {**full, REFL: 0.0}
+    assert scores["rsub_swapped"] == {**full, REFL: full[REFL] * 0.75}
+    # the share of a cell's points, in nbgrader's gradebook: -, ** and / still count
+    assert scores["neg_broken"] == {**full, ARITH: full[ARITH] * 0.75}

@@ -10,7 +10,8 @@ from ..verdicts.api import is_test_cell
 
 class SaveVerdicts(SaveAutoGrades):
     """nbgrader's SaveAutoGrades, with a test cell's score taken from its verdict: full
-    marks when it passed, 0 otherwise (also when no verdict was recorded)."""
+    marks when it passed, its credit's share when not (an exercise of several functions),
+    0 when no verdict was recorded."""
 
     def _add_score(self, cell, resources) -> None:
         if not is_test_cell(cell):
@@ -22,7 +23,17 @@ class SaveVerdicts(SaveAutoGrades):
             self.student_id,
         )
         result = (cell.metadata.get("autograder") or {}).get("verdict") or {}
-        grade.auto_score = float(grade.max_score) if result.get("passed") is True else 0.0
+        grade.auto_score = score(result, float(grade.max_score))
         grade.needs_manual_grade = grade.manual_score is not None
         self.gradebook.db.commit()
         return None
+
+
+def score(verdict: dict, max_score: float) -> float:
+    """The points a recorded verdict earns (rounded to hundredths of a point)."""
+    if verdict.get("passed") is True:
+        return max_score
+    credit = verdict.get("credit")
+    if isinstance(credit, (int, float)) and not isinstance(credit, bool) and 0 < credit <= 1:
+        return round(max_score * credit, 2)
+    return 0.0

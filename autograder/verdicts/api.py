@@ -36,7 +36,13 @@ MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
 
 
 class GradingFailure(AssertionError):
-    """A hidden test that did not pass; its message says why, in a few short lines."""
+    """A hidden test that did not pass; its message says why, in a few short lines.
+    ``credit`` is the share of the cell's points earned all the same (an exercise that
+    asks for several functions credits each function that passes its own checks)."""
+
+    def __init__(self, message: str, credit: float = 0.0):
+        super().__init__(message)
+        self.credit = credit
 
 
 def fail(message: str) -> None:
@@ -59,6 +65,7 @@ class Verdict:
     seed: int = 0  # the inputs were drawn from this seed (to reproduce a verdict)
     grader_error: bool = False  # the hidden test itself failed: a course error
     flag: str = ""  # an answer honest code never gives: why the submission is reviewed
+    credit: float = 0.0  # the share of the points earned when not passed (0 to 1)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -115,12 +122,15 @@ class Kernel:
         self.pending = pending
         self.flags: list[str] = []
         self.engine: tuple[Given, ...] = ()  # a problem set's: the course's engine
+        # Targets of this cell whose own part of the test is over (``shares``): the
+        # course's code for them may go into the kernel for the parts that follow.
+        self.done: set[str] = set()
 
     def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code", **args):
         """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
         GradingFailure that names ``what`` was running, and so does an answer that is not
         the probe's or not complete (which also flags the submission)."""
-        blocked = {g.target for g in given} & self.pending()
+        blocked = {g.target for g in given} & self.pending() - self.done
         if blocked:
             raise Deferred(blocked)
         answer = self.ask(
@@ -249,7 +259,8 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
         if "NotImplementedError" in lines[0]:  # not written yet: that says it all
             lines = lines[:1]
         flag = "; ".join(dict.fromkeys(kernel.flags))
-        return Verdict(False, "\n".join(lines), kernel.seed, flag=flag)
+        credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
+        return Verdict(False, "\n".join(lines), kernel.seed, flag=flag, credit=credit)
     except Exception as exc:  # a bug in the hidden test: never the student's fault
         text = f"{type(exc).__name__}: {exc}"[:200]
         return Verdict(

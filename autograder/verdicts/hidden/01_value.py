@@ -6,12 +6,14 @@ runs the student's ``_backward`` closures itself, outputs first, through any kin
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from .common import (
-    ARITHMETIC,
+    REFLECTED,
     Case,
     Given,
     Kernel,
+    Part,
     Program,
     RefValue,
     Step,
@@ -20,6 +22,7 @@ from .common import (
     fail,
     num,
     random_program,
+    shares,
     single,
 )
 
@@ -82,7 +85,7 @@ def _cases(
     ops: tuple,
     graphs: int,
     numbers: str = "right",
-    visible: list[Case] = (),
+    visible: Sequence[Case] = (),
 ) -> list[Case]:
     """The lesson's own examples, each op alone at random inputs (from a random
     d(loss)/d(output), to catch a missing ``* out.grad``), then random graphs: every other
@@ -111,83 +114,125 @@ def _visible(*examples: tuple[int, list[tuple[str, tuple]], list[float]]) -> lis
     ]
 
 
+def _part(
+    kernel: Kernel,
+    method: str,
+    singles: list[tuple[str, tuple]],
+    ops: tuple,
+    graphs: int = 40,
+    given: Sequence[Given] = (),
+    numbers: str = "right",
+    visible: Sequence[Case] = (),
+) -> Part:
+    """One method of an exercise: alone, then in random graphs of ``ops``, where every
+    other op is given (the earlier exercises' and this one's methods already checked)."""
+
+    def check() -> None:
+        cases = _cases(kernel.rng, singles, ops, graphs, numbers, visible)
+        check_cases(kernel, cases, backprop="closures", given=given, tested=(method,))
+
+    return Part(f"`{method}`", (f"Value.{method}",), check)
+
+
 def add_mul(kernel: Kernel) -> None:
-    """``+`` and ``*`` between Values, with a number on the right, and a node used twice."""
-    singles = [
-        ("+", (0, 1)),
-        ("*", (0, 1)),
-        ("+", (0, 0)),
-        ("*", (0, 0)),
-        ("+", (0, 2.5)),
-        ("*", (0, -1.5)),
-    ]
-    visible = _visible(
-        (2, [("+", (0, 1))], [2.0, -3.0]),
+    """``+`` and ``*`` between Values, with a number on the right, and a node used twice;
+    each earns half the points (``*`` in graphs with the course's ``+``)."""
+    add_visible = _visible((2, [("+", (0, 1))], [2.0, -3.0]))
+    mul_visible = _visible(
         (2, [("*", (0, 1))], [2.0, -3.0]),
         (1, [("*", (0, 4.0))], [2.0]),
         (2, [("*", (0, 1)), ("+", (2, 0))], [2.0, 3.0]),
     )
-    cases = _cases(kernel.rng, singles, ("+", "*"), 120, visible=visible)
-    check_cases(kernel, cases, backprop="closures", tested=("__add__", "__mul__"))
+    adds = [("+", (0, 1)), ("+", (0, 0)), ("+", (0, 2.5))]
+    muls = [("*", (0, 1)), ("*", (0, 0)), ("*", (0, -1.5))]
+    shares(
+        kernel,
+        [
+            _part(kernel, "__add__", adds, ("+",), 60, visible=add_visible),
+            _part(kernel, "__mul__", muls, ("+", "*"), 60, (ADD,), visible=mul_visible),
+        ],
+    )
 
 
 def arithmetic(kernel: Kernel) -> None:
-    """``**`` with a number exponent, unary minus, ``-`` and ``/`` (+ and * are given)."""
-    singles = [
-        ("**", (0, 2)),
-        ("**", (0, 3)),
-        ("**", (0, -1)),
-        ("**", (0, 0.5)),
-        ("**", (0, 1.5)),
-        ("neg", (0,)),
-        ("-", (0, 1)),
-        ("-", (0, 0)),
-        ("-", (0, 2.0)),
-        ("/", (0, 1)),
-        ("/", (0, 0)),
-        ("/", (0, -2.0)),
-    ]
-    visible = _visible(
-        (1, [("**", (0, 3))], [2.0]),
-        (1, [("**", (0, -1))], [4.0]),
-        (1, [("neg", (0,))], [2.0]),
-        (2, [("-", (0, 1))], [5.0, 3.0]),
-        (2, [("/", (0, 1))], [3.0, 4.0]),
-    )
-    cases = _cases(kernel.rng, singles, ARITHMETIC, 150, visible=visible)
-    check_cases(
+    """``**`` with a number exponent, unary minus, ``-`` and ``/`` (+ and * are given),
+    each for its share: ``-`` is checked with the course's unary minus and ``/`` with the
+    course's ``**``, whichever the student's builds on."""
+    base = (ADD, MUL)
+    powers = [("**", (0, 2)), ("**", (0, 3)), ("**", (0, -1)), ("**", (0, 0.5)), ("**", (0, 1.5))]
+    subs = [("-", (0, 1)), ("-", (0, 0)), ("-", (0, 2.0))]
+    divs = [("/", (0, 1)), ("/", (0, 0)), ("/", (0, -2.0))]
+    shares(
         kernel,
-        cases,
-        backprop="closures",
-        given=(ADD, MUL),
-        tested=("__pow__", "__neg__", "__sub__", "__truediv__"),
+        [
+            _part(
+                kernel,
+                "__pow__",
+                powers,
+                ("+", "*", "**"),
+                given=base,
+                visible=_visible(
+                    (1, [("**", (0, 3))], [2.0]),
+                    (1, [("**", (0, -1))], [4.0]),
+                    (1, [("**", (0, 0.5))], [4.0]),
+                ),
+            ),
+            _part(
+                kernel,
+                "__neg__",
+                [("neg", (0,))],
+                ("+", "*", "neg"),
+                given=base,
+                visible=_visible((1, [("neg", (0,))], [2.0])),
+            ),
+            _part(
+                kernel,
+                "__sub__",
+                subs,
+                ("+", "*", "neg", "-"),
+                given=(*base, NEG),
+                visible=_visible((2, [("-", (0, 1))], [5.0, 3.0]), (1, [("-", (0, 2.0))], [5.0])),
+            ),
+            _part(
+                kernel,
+                "__truediv__",
+                divs,
+                ("+", "*", "**", "/"),
+                given=(*base, POW),
+                visible=_visible((2, [("/", (0, 1))], [3.0, 4.0]), (1, [("/", (0, 2.0))], [3.0])),
+            ),
+        ],
     )
 
 
 def reflected(kernel: Kernel) -> None:
-    """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x (the rest is given)."""
-    singles = [
-        ("+", (2.0, 0)),
-        ("*", (-1.5, 0)),
-        ("-", (2.0, 0)),
-        ("-", (-0.5, 0)),
-        ("/", (1.5, 0)),
-        ("/", (-2.0, 0)),
-    ]
-    visible = _visible(
-        (1, [("+", (2.0, 0))], [3.0]),
-        (1, [("*", (2.0, 0))], [3.0]),
-        (1, [("-", (2.0, 0))], [3.0]),
-        (1, [("/", (1.0, 0))], [4.0]),
-        (2, [("+", (0.0, 0)), ("+", (2, 1)), ("+", (3, 0))], [1.0, 2.0]),
-    )
-    cases = _cases(kernel.rng, singles, ARITHMETIC, 150, numbers="both", visible=visible)
-    check_cases(
+    """A plain number on the left: 2 + x, 2 * x, 2 - x, 2 / x (the rest is given), each
+    for its share."""
+    given = (ADD, MUL, POW, NEG, SUB, DIV)
+    visible = {
+        "+": _visible(
+            (1, [("+", (2.0, 0))], [3.0]),
+            (2, [("+", (0.0, 0)), ("+", (2, 1)), ("+", (3, 0))], [1.0, 2.0]),
+        ),
+        "*": _visible((1, [("*", (2.0, 0))], [3.0])),
+        "-": _visible((1, [("-", (2.0, 0))], [3.0])),
+        "/": _visible((1, [("/", (1.0, 0))], [4.0])),
+    }
+    lefts = {"+": (2.0,), "*": (-1.5,), "-": (2.0, -0.5), "/": (1.5, -2.0)}
+    shares(
         kernel,
-        cases,
-        backprop="closures",
-        given=(ADD, MUL, POW, NEG, SUB, DIV),
-        tested=("__radd__", "__rmul__", "__rsub__", "__rtruediv__"),
+        [
+            _part(
+                kernel,
+                REFLECTED[op],
+                [(op, (number, 0)) for number in lefts[op]],
+                (op, "neg", "**"),
+                given=given,
+                numbers="both",
+                visible=visible[op],
+            )
+            for op in ("+", "*", "-", "/")
+        ],
     )
 
 

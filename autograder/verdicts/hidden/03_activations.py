@@ -23,6 +23,7 @@ from .common import (
     Given,
     GradingFailure,
     Kernel,
+    Part,
     Program,
     RefValue,
     Step,
@@ -31,6 +32,7 @@ from .common import (
     fail,
     num,
     random_program,
+    shares,
     single,
 )
 from .lessons import lesson_engine
@@ -176,21 +178,25 @@ def relu(kernel: Kernel) -> None:
 
 
 def exp_log(kernel: Kernel) -> None:
-    check_op(
-        kernel, "exp", [one("exp", 1.0), outside("exp", 0.0, 2.0)], [-1000.0, -30.0, 30.0, 300.0]
-    )
-    check_op(kernel, "log", [one("log", 2.0)], [1e-6, 1e6], positive=True)
-    composed = Case(Program(1, [Step("exp", (0,)), Step("log", (1,))]), [0.7])
-    check_cases(kernel, [composed], backprop="closures", tested=("exp", "log"))
-    check_raises(
-        kernel,
-        "exp",
-        [1000.0],
-        "OverflowError",
-        "e**1000 is too large for a float",
-        names_value=False,
-    )
-    check_raises(kernel, "log", [0.0, -2.5, -4.0, -2.0], "ValueError", "log needs x > 0")
+    """exp and log, each for half the points: each alone, at its edges, in graphs."""
+
+    def exp() -> None:
+        visible = [one("exp", 1.0), outside("exp", 0.0, 2.0)]
+        check_op(kernel, "exp", visible, [-1000.0, -30.0, 30.0, 300.0])
+        check_raises(
+            kernel,
+            "exp",
+            [1000.0],
+            "OverflowError",
+            "e**1000 is too large for a float",
+            names_value=False,
+        )
+
+    def log() -> None:
+        check_op(kernel, "log", [one("log", 2.0)], [1e-6, 1e6], positive=True)
+        check_raises(kernel, "log", [0.0, -2.5, -4.0, -2.0], "ValueError", "log needs x > 0")
+
+    shares(kernel, [Part("`exp`", ("Value.exp",), exp), Part("`log`", ("Value.log",), log)])
 
 
 def sigmoid(kernel: Kernel) -> None:
@@ -205,39 +211,43 @@ def sigmoid(kernel: Kernel) -> None:
 
 
 def sin_cos_sqrt(kernel: Kernel) -> None:
-    check_op(kernel, "sin", [one("sin", 0.5)], [-7.0, 10.0])
-    check_op(kernel, "cos", [one("cos", 0.5)], [-7.0, 10.0])
-    check_op(kernel, "sqrt", [one("sqrt", 4.0)], [1e-4, 1e6], positive=True)
-    identity = Case(
-        Program(
-            1,
-            [
-                Step("sin", (0,)),
-                Step("**", (1, 2)),
-                Step("cos", (0,)),
-                Step("**", (3, 2)),
-                Step("+", (2, 4)),
-            ],
-        ),
-        [0.7],
-    )
-    check_cases(kernel, [identity], backprop="closures", tested=("sin", "cos"))
-    results = kernel.run(
-        "graphs",
-        value="Value",
-        programs=[one("sqrt", 0.0).spec()],
-        backprop="closures",
-        what="Value(0).sqrt()",
-    )
-    result = results[0]  # only its data: the slope of sqrt at 0 is infinite
-    if "data" not in result:
-        fail(
-            f"`sqrt`: Value(0).sqrt() should be 0 (sqrt is defined for x >= 0), got "
-            f"{result.get('error')}"
+    """sin, cos and sqrt, each for a third of the points."""
+
+    def sqrt() -> None:
+        check_op(kernel, "sqrt", [one("sqrt", 4.0)], [1e-4, 1e6], positive=True)
+        results = kernel.run(
+            "graphs",
+            value="Value",
+            programs=[one("sqrt", 0.0).spec()],
+            backprop="closures",
+            what="Value(0).sqrt()",
         )
-    if not close(result["data"][-1], 0.0):
-        fail(f"`sqrt`: Value(0).sqrt() should be 0, got {num(result['data'][-1])}")
-    check_raises(kernel, "sqrt", [-2.5, -4.0, -1.0], "ValueError", "sqrt needs x >= 0")
+        result = results[0]  # only its data: the slope of sqrt at 0 is infinite
+        if "data" not in result:
+            fail(
+                f"`sqrt`: Value(0).sqrt() should be 0 (sqrt is defined for x >= 0), got "
+                f"{result.get('error')}"
+            )
+        if not close(result["data"][-1], 0.0):
+            fail(f"`sqrt`: Value(0).sqrt() should be 0, got {num(result['data'][-1])}")
+        check_raises(kernel, "sqrt", [-2.5, -4.0, -1.0], "ValueError", "sqrt needs x >= 0")
+
+    shares(
+        kernel,
+        [
+            Part(
+                "`sin`",
+                ("Value.sin",),
+                lambda: check_op(kernel, "sin", [one("sin", 0.5)], [-7.0, 10.0]),
+            ),
+            Part(
+                "`cos`",
+                ("Value.cos",),
+                lambda: check_op(kernel, "cos", [one("cos", 0.5)], [-7.0, 10.0]),
+            ),
+            Part("`sqrt`", ("Value.sqrt",), sqrt),
+        ],
+    )
 
 
 # ---- the neuron ----------------------------------------------------------------------------
