@@ -63,7 +63,8 @@ def kernel_answering(make, pending=set) -> verdicts.Kernel:
 
 
 ARGS = {"value": "Value", "programs": [{"leaves": [1.0, 2.0], "steps": [["+", [0, 1]]]}]}
-GOOD = [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0]}]
+SEEN = {"reached": [True, True, True], "prev": "set"}  # what the graph walk saw
+GOOD = [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], **SEEN}]
 
 
 @pytest.mark.parametrize(
@@ -121,15 +122,25 @@ def test_failures_may_come_unsigned_since_they_score_nothing():
 
 
 INCOMPLETE = {
-    "no gradients": [{"data": [1.0, 2.0, 3.0], "grads": []}],
-    "a gradient short": [{"data": [1.0, 2.0, 3.0], "grads": [1.0]}],
+    "no gradients": [{"data": [1.0, 2.0, 3.0], "grads": [], **SEEN}],
+    "a gradient short": [{"data": [1.0, 2.0, 3.0], "grads": [1.0], **SEEN}],
     "no entries": [],
-    "data short": [{"data": [3.0], "grads": [1.0, 1.0]}],
-    "an extra key": [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], "ok": True}],
-    "grads missing": [{"data": [1.0, 2.0, 3.0]}],
-    "grads not a list": [{"data": [1.0, 2.0, 3.0], "grads": True}],
-    "an object that is no repr": [{"data": [1.0, 2.0, {"value": 3}], "grads": [1.0, 1.0]}],
-    "not a list": {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0]},
+    "data short": [{"data": [3.0], "grads": [1.0, 1.0], **SEEN}],
+    "an extra key": [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], "ok": True, **SEEN}],
+    "grads missing": [{"data": [1.0, 2.0, 3.0], **SEEN}],
+    "grads not a list": [{"data": [1.0, 2.0, 3.0], "grads": True, **SEEN}],
+    "an object that is no repr": [{"data": [1.0, 2.0, {"value": 3}], "grads": [1.0, 1.0], **SEEN}],
+    "not a list": {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], **SEEN},
+    "what the walk saw missing": [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0]}],
+    "a node the walk saw short": [
+        {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], "reached": [True], "prev": "set"}
+    ],
+    "the walk saw a number": [
+        {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], "reached": [1, 1, 1], "prev": "set"}
+    ],
+    "a _prev type too long": [
+        {"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], "reached": [True] * 3, "prev": "x" * 99}
+    ],
     "a failure without its error": [{"failed": "build", "step": 0}],
     "a failure at no stage": [
         {"failed": "elsewhere", "step": None, "error": "", "type": "", "message": ""}

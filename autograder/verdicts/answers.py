@@ -108,9 +108,17 @@ def _graphs(args: dict, result) -> None:
                 plains(entry["data"], n_nodes, "data")
             continue
         watched = args.get("watch") and k == 0
-        keys(entry, {"data", "grads"}, {"borrowed"} if watched else set())
+        keys(entry, {"data", "grads", "reached", "prev"}, {"borrowed"} if watched else set())
         plains(entry["data"], n_nodes, "data")
         plains(entry["grads"], n_leaves, "grads")
+        _need(
+            isinstance(entry["reached"], list)
+            and len(entry["reached"]) == n_nodes
+            and all(isinstance(r, bool) for r in entry["reached"]),
+            "reached: not one true or false per node",
+        )
+        if entry["prev"] is not None:
+            text(entry["prev"], 40)
         if "borrowed" in entry:
             _strings(entry["borrowed"])
 

@@ -21,6 +21,7 @@ __all__ = [
     "engine",
     "expect",
     "graph_nodes",
+    "nodes_only",
     "passed",
     "run_closures",
     "self_check",
@@ -41,7 +42,11 @@ def _lines(exc: BaseException) -> list[str]:
 def _num(x: object) -> str:
     if isinstance(x, float) and math.isfinite(x):
         return f"{x:.6g}"
-    return repr(x) if len(repr(x)) < 40 else repr(x)[:37] + "..."
+    try:
+        text = repr(x)
+    except Exception:  # a student's __repr__ that fails must not hide the message
+        text = f"<{type(x).__name__} object>"
+    return text if len(text) < 40 else text[:37] + "..."
 
 
 def _error(exc: BaseException, width: int | None = None) -> str:
@@ -123,6 +128,29 @@ def graph_nodes(root) -> list:
     return order
 
 
+class _Bare:
+    """A node with a number and a gradient and nothing else, as the grader's are."""
+
+    __slots__ = ("data", "grad")
+
+    def __init__(self, data) -> None:
+        self.data, self.grad = data, 0.0
+
+    def __getattr__(self, name: str):
+        raise AttributeError(
+            f"the check's nodes have no .{name}, only .data and .grad: set each .grad "
+            "yourself with the chain rule"
+        )
+
+
+def nodes_only(g):
+    """A copy of ``g`` (a namespace of Values) whose nodes have only ``.data`` and
+    ``.grad``: what a function that sets gradients by hand gets when it is graded."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{k: _Bare(getattr(v, "data", v)) for k, v in vars(g).items()})
+
+
 def run_closures(root, seed: float = 1.0) -> None:
     """Set ``root.grad = seed``, then call every node's ``_backward()``, outputs first.
 
@@ -170,13 +198,18 @@ def check(
         out = eval(expression, {"math": math}, dict(names))
     except Exception as exc:
         raise CheckFailed(_fit(f"{expression} raised {_error(exc)}")) from None
-    got = getattr(out, "data", out)
+    if not hasattr(out, "data"):
+        raise CheckFailed(
+            f"{expression} gave {_num(out)}, which has no .data: a Value keeps its number there."
+        )
+    got = out.data
     expect(
         is_close(got, data),
         f"{expression} at {where}: expected data {_num(data)}, got {_num(got)}.",
     )
     if not grads:
         return
+    _check_structure(expression, out, {k: names[k] for k in grads})
     try:
         (backprop or _backpropagate)(out)
     except Exception as exc:
@@ -186,6 +219,29 @@ def check(
         expect(
             is_close(g, want),
             f"d({expression})/d{name} at {where}: expected {_num(want)}, got {_num(g)}.",
+        )
+
+
+def _check_structure(expression: str, out, inputs: Mapping[str, object]) -> None:
+    """What the graders' graph walk needs: every input reachable from ``out`` through
+    ``_prev``, and a ``.grad`` on every node."""
+    if any(out is node for node in inputs.values()):
+        return  # the expression is one of its inputs: there is no graph to walk
+    expect(
+        hasattr(out, "_prev"),
+        f"{expression} keeps no _prev: the lessons' graph walk reads each node's parents\n"
+        "from _prev (a set or a tuple of Values), so keep them there.",
+    )
+    reached = {id(node) for node in graph_nodes(out)}
+    for name, node in inputs.items():
+        expect(
+            id(node) in reached,
+            f"{expression}: {name} cannot be reached from the result through _prev;\n"
+            "keep every operand in the new node's _prev (the graph walk reads only that).",
+        )
+        expect(
+            hasattr(node, "grad"),
+            f"{name} has no .grad: every node keeps its gradient in .grad, from 0.",
         )
 
 

@@ -341,6 +341,9 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
                 f"`{s.method()}`: {program.text(program.n_leaves + step)} raised "
                 f"{result['error']}\n{where}"
             )
+        missing = _missing_attribute(result["error"])
+        if missing is not None:
+            blame = f"{blame}{missing}\n"
         fail(
             f"{blame}{'backward()' if backprop == 'backward' else 'a _backward closure'} "
             f"raised {result['error']}\nwith f = {program.text()} {where}"
@@ -350,6 +353,12 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
         got = result["data"][i]
         if not close(got, want_data[i]):
             s = program.steps[i - program.n_leaves]
+            if isinstance(got, dict):  # not a number: the node keeps its value elsewhere
+                fail(
+                    f"`{s.method()}`: {program.text(i)} gave {short(got.get('repr', '?'))}, "
+                    f"whose .data is not a number\n{where}: the lessons read every "
+                    "node's value from .data"
+                )
             fail(
                 f"`{s.method()}`: {program.text(i)} should be {num(want_data[i])}, "
                 f"got {num(got)}\n{where}"
@@ -359,6 +368,11 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
         return
     j = bad[0]
     got = result["grads"][j]
+    unseen = structure_problem(program, result)
+    if unseen is not None:  # the graph is not what it should be: no slip to guess
+        fail(f"{unseen}\nwith f = {program.text()} {where}")
+    if got is None:
+        fail(f"x{j} has no .grad after backpropagating: every node keeps its gradient in .grad")
     found = diagnose(
         program,
         leaves,
@@ -384,3 +398,97 @@ def compare_case(case: Case, result: dict, backprop: str, tested: Sequence[str])
         f"{blame}df/dx{j}{how} should be {num(want_grads[j])}, got {num(got)}\n"
         f"with f = {program.text()} {where}" + (f"\n({hint})" if hint else "")
     )
+
+
+ATTRIBUTES = {
+    "data": "every node keeps its number in .data",
+    "grad": "every node keeps its gradient in .grad",
+    "_prev": "every node keeps its parents in _prev",
+    "_backward": "every node keeps its closure in _backward",
+}
+
+
+def _missing_attribute(error: str) -> str | None:
+    """What a node lacks, when the error says the lessons' code could not find one of
+    the attributes it reads (``AttributeError: ... has no attribute 'grad'``)."""
+    if not error.startswith("AttributeError"):
+        return None
+    for name, rule in ATTRIBUTES.items():
+        if f"attribute '{name}'" in error:
+            return f"a node has no .{name}: {rule}, which the lessons' code reads"
+    return None
+
+
+def structure_problem(program: Program, result: dict) -> str | None:
+    """What the graph walk saw that does not match the program (None if nothing): the
+    output keeps no ``_prev``, or a node does not lead back to its operands through it.
+    Checked before any slip is read into the gradients, which a graph walk that cannot
+    reach a node gets wrong whatever the closures do."""
+    reached = result.get("reached")
+    if not reached:
+        return None
+    needed, stack = set(), [len(reached) - 1]
+    while stack:  # the program nodes the output depends on
+        i = stack.pop()
+        if i not in needed:
+            needed.add(i)
+            if i >= program.n_leaves:
+                stack.extend(program.steps[i - program.n_leaves].inputs())
+    if all(reached[i] for i in needed):
+        return None
+    if result.get("prev") is None:
+        return (
+            "Value keeps no `_prev`, and the lessons' graph walk reads each node's "
+            "parents from `_prev` (a set or a tuple of Values), so it reaches no input"
+        )
+    for i in sorted(needed):
+        if i < program.n_leaves or not reached[i]:
+            continue
+        step = program.steps[i - program.n_leaves]
+        lost = [j for j in step.inputs() if not reached[j]]
+        if lost:
+            return (
+                f"`{step.method()}`: {program.text(i)} does not lead back to "
+                f"{program.text(lost[0])} through `_prev`, so the graph walk never reaches "
+                "it: keep every operand in the new node's `_prev`"
+            )
+    return "the graph walk does not reach every node through `_prev`"
+
+
+# ---- an exercise of several functions -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """One function of an exercise that asks for several: its name in messages, what it
+    grades as ``Given`` targets name it, and its own checks."""
+
+    name: str
+    targets: tuple[str, ...]
+    check: Callable[[], None]
+
+
+def shares(kernel: Kernel, parts: Sequence[Part]) -> None:
+    """Run every part's checks and credit each part that passes its share of the points:
+    a correct function never loses points for another. Parts run in order, and once a
+    part is over the course's code for its targets may be given to the parts after it
+    (``Kernel.done``): a function built on its sibling is checked on the course's."""
+    failures: list[tuple[Part, GradingFailure]] = []
+    for part in parts:
+        try:
+            part.check()
+        except GradingFailure as exc:
+            failures.append((part, exc))
+        kernel.done.update(part.targets)
+    if not failures:
+        return
+    wrong = {part.name for part, _ in failures}
+    right = [part.name for part in parts if part.name not in wrong]
+    lines = [str(failures[0][1])]
+    if len(failures) > 1:
+        lines.append("also failing: " + ", ".join(part.name for part, _ in failures[1:]))
+    if right:
+        lines.append(
+            f"credited: {', '.join(right)} ({len(right)} of {len(parts)} shares of the points)"
+        )
+    raise GradingFailure("\n".join(lines), credit=len(right) / len(parts))

@@ -64,11 +64,30 @@ def op_graphs(
         except Exception as exc:
             out.append({**failure("backprop", exc), "data": data})
             continue
-        entry = {"data": data, "grads": [grad_of(x) for x in xs]}
+        entry = {"data": data, "grads": [grad_of(x) for x in xs], **structure(nodes)}
         if watch and number == 0:
             entry["borrowed"] = borrowed
         out.append(entry)
     return out
+
+
+def structure(nodes: list) -> dict:
+    """What the graph walk sees of a program's nodes (``nodes[-1]`` its output): which of
+    them it reaches from the output through ``_prev`` (``reached``), and what the output
+    keeps there (``prev``: a type name, or None when it has no ``_prev``). The grader
+    compares this with the program it drew, before it reads a slip into the numbers."""
+    try:
+        walked = {id(n) for n in graph_nodes(nodes[-1])}
+        prev = getattr(nodes[-1], "_prev", _MISSING)
+    except Exception:  # a _prev that raises when read: the walk reaches nothing
+        walked, prev = set(), _MISSING
+    return {
+        "reached": [id(n) in walked for n in nodes],
+        "prev": None if prev is _MISSING else type(prev).__name__[:40],
+    }
+
+
+_MISSING = object()
 
 
 def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
