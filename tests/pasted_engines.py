@@ -309,11 +309,12 @@ class Value:
 '''
 
 # Parents kept as given, a tuple with repeats: a * a has _prev == (a, a). Numbers are
-# wrapped by a helper; an explicit _backward per op. Its arithmetic and reflected ops are
-# pasted over those cells too, __pow__ with its exponent named ``other``.
+# wrapped by a duck-typed helper (no isinstance); an explicit _backward per op. Its
+# arithmetic and reflected ops are pasted over those cells too, __pow__ with its exponent
+# named ``other``.
 TUPLE_VALUE = """\
 def as_value(x):
-    return x if isinstance(x, Value) else Value(x)
+    return x if hasattr(x, "data") else Value(x)
 
 
 class Value:
@@ -448,7 +449,8 @@ class Value:
         self._backward = lambda: None
 
     def __repr__(self):
-        return f"Value(data={self.data}, grad={self.grad}, op={self._op.value!r})"
+        op = getattr(self._op, "value", self._op)
+        return f"Value(data={self.data}, grad={self.grad}, op={op!r})"
 
     def __add__(self, other):
         if isinstance(other, (int, float)):
@@ -711,6 +713,36 @@ class MLP(Module):
         for i in range(len(nouts)):
             last = i == len(nouts) - 1
             self.layers.append(Layer(sizes[i], sizes[i + 1], nonlin=not last))
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def parameters(self):
+        return [p for layer in self.layers for p in layer.parameters()]
+"""
+
+# A Layer as in the lecture, with no keyword arguments at all, under the lessons' MLP.
+NO_KWARGS_LAYER_MLP = """\
+class Layer(Module):
+    def __init__(self, nin, nout):
+        self.neurons = [Neuron(nin) for _ in range(nout)]
+
+    def __call__(self, x):
+        outs = [n(x) for n in self.neurons]
+        return outs[0] if len(outs) == 1 else outs
+
+    def parameters(self):
+        return [p for neuron in self.neurons for p in neuron.parameters()]
+
+
+class MLP(Module):
+    def __init__(self, nin, nouts):
+        sz = [nin] + nouts
+        self.layers = [
+            Layer(sz[i], sz[i + 1], nonlin=i != len(nouts) - 1) for i in range(len(nouts))
+        ]
 
     def __call__(self, x):
         for layer in self.layers:

@@ -74,15 +74,15 @@ ARITH_OPS = "__pow__, __neg__, __sub__ and __truediv__"
 REFL_OPS = "__radd__, __rmul__, __rsub__ and __rtruediv__"
 
 
-def prev_missing(kind: str) -> Expect:
-    """A lesson 1 exercise on a Value whose parents are not in ``_prev``."""
-    return Expect(
-        credit=0.0,
-        visible_fails=True,
-        must=("_prev",),
-        visible_must=("_prev",),
-        must_not=SLIPS,
-    )
+# A lesson 1 exercise on a Value whose parents are not in ``_prev``: the grader cannot see
+# its graph, and both checks say so.
+PREV_MISSING = Expect(
+    credit=0.0,
+    visible_fails=True,
+    must=("_prev",),
+    visible_must=("_prev",),
+    must_not=SLIPS,
+)
 
 
 B = "02_backward"
@@ -120,7 +120,7 @@ ENGINES = [
             HAND: FULL,
             ARITH: FULL,
             # __radd__ and __rmul__ are right: half the exercise
-            REFL: Expect(credit=0.5, visible_fails=True, must=("__rsub__",)),
+            REFL: Expect(credit=0.5, visible_fails=True, must=("__rsub__",), must_not=SLIPS),
         },
         "a class pasted whole; parents as a set; __pow__(self, other); recursive "
         "backward() with its own sort; no __rsub__ or __rtruediv__",
@@ -142,10 +142,10 @@ ENGINES = [
         V,
         {"value_add_mul": pe.CHILDREN_VALUE},
         {
-            ADD: prev_missing("_children"),
+            ADD: PREV_MISSING,
             HAND: FULL,
-            ARITH: prev_missing("_children"),
-            REFL: prev_missing("_children"),
+            ARITH: PREV_MISSING,
+            REFL: PREV_MISSING,
         },
         "a class pasted whole keeping its parents in _children, with its own backward()",
         {
@@ -159,10 +159,10 @@ ENGINES = [
         V,
         {"value_add_mul": pe.PARENTS_VALUE},
         {
-            ADD: prev_missing("parents"),
+            ADD: PREV_MISSING,
             HAND: FULL,
-            ARITH: prev_missing("parents"),
-            REFL: prev_missing("parents"),
+            ARITH: PREV_MISSING,
+            REFL: PREV_MISSING,
         },
         "a class pasted whole keeping its parents in a list named parents; no backward()",
         {
@@ -222,6 +222,7 @@ ENGINES = [
                 visible_fails=True,
                 must=("OverflowError", "large inputs"),
                 visible_must=("OverflowError",),
+                must_not=("tanh'(x)",),
             ),
             # exp is right, log missing: exp's share
             EXPLOG: Expect(credit=0.5, visible_fails=True, must=("log",), must_not=("`exp`",)),
@@ -283,6 +284,19 @@ ENGINES = [
             (MLP, "score"): NO_PARTIAL,
             (MLP, "hidden words"): "issue 29: the Layer hint says parameters() order",
         },
+    ),
+    Engine(
+        "Layer without keyword arguments",
+        M,
+        {"mlp_neuron": pe.REPO_MODULE_NEURON, "mlp_mlp": pe.NO_KWARGS_LAYER_MLP},
+        {
+            NEURON: FULL,
+            # MLP is right; only Layer loses its share
+            MLP: Expect(credit=0.5, visible_fails=True, must=("nonlin",), must_not=(ORDER,)),
+            LINEAR: FULL,
+        },
+        "the lecture's Layer(nin, nout), which takes no nonlin, under the lessons' MLP",
+        {(MLP, "score"): NO_PARTIAL},
     ),
     Engine(
         "tanh Neuron",
