@@ -156,6 +156,49 @@ DEPARTURES = [
 ]
 
 
+DEPARTURES += [
+    (
+        "02_backward",
+        "backward_test_backward",
+        "backward() zeroes every gradient first (a second call does not add up)",
+        [
+            (
+                "    self.grad = 1.0\n    for node in reversed(topological_order(self)):",
+                "    for node in topological_order(self):\n        node.grad = 0.0\n"
+                "    self.grad = 1.0\n    for node in reversed(topological_order(self)):",
+            )
+        ],
+        "backward()",
+    ),
+    (
+        "02_backward",
+        "backward_test_topological_order",
+        "a pasted build_topo that returns nothing",
+        [("    visit(root)\n    return order\n", "    visit(root)\n")],
+        "",
+    ),
+    (
+        "02_backward",
+        "backward_test_numerical_grad",
+        "numerical_grad returns a generator",
+        [("    return grads\n", "    return (g for g in grads)\n")],
+        "",
+    ),
+    (
+        "02_backward",
+        "backward_test_grad_check",
+        "grad_check returns the errors of every input, not the largest",
+        [
+            (
+                "    return max(\n        abs(v.grad - n)",
+                "    return list(\n        abs(v.grad - n)",
+            )
+        ],
+        "",
+    ),
+]
+
+
 def _departed(nb: nbformat.NotebookNode, edits: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(nb)
     for old, new in edits:
