@@ -199,6 +199,41 @@ DEPARTURES += [
 ]
 
 
+DEPARTURES += [
+    (
+        "03_activations",
+        "act_test_sin_cos_sqrt",
+        "sqrt refuses 0 (x <= 0 where the domain is x >= 0)",
+        [
+            (
+                '    if self.data < 0:\n        raise ValueError(f"sqrt',
+                '    if self.data <= 0:\n        raise ValueError(f"sqrt',
+            )
+        ],
+        "sqrt",
+    ),
+    (
+        "03_activations",
+        "act_test_exp_log",
+        "log's ValueError does not name the value (math.log's own error)",
+        [
+            (
+                '    if self.data <= 0:\n        raise ValueError(f"log is only',
+                '    if False:\n        raise ValueError(f"log is only',
+            )
+        ],
+        "name the value",
+    ),
+    (
+        "03_activations",
+        "act_test_tanh",
+        "tanh returns a plain number",
+        [('    out = Value(t, (self,), "tanh")\n', "    return t\n")],
+        "",
+    ),
+]
+
+
 def _departed(nb: nbformat.NotebookNode, edits: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(nb)
     for old, new in edits:
