@@ -224,6 +224,17 @@ VARIANTS = [
         "return sum(self.weight, []) + self.bias",
     ),
     ("Sequential keeps a tuple", "self.modules = list(modules)", "self.modules = modules"),
+    (
+        "Layer returns a tuple",
+        "return outs[0] if len(outs) == 1 else outs",
+        "return outs[0] if len(outs) == 1 else tuple(outs)",
+    ),
+    (
+        "Linear returns a tuple",
+        "return [dot(row, x, b) for row, b in zip(self.weight, self.bias)]",
+        "return tuple(dot(row, x, b) for row, b in zip(self.weight, self.bias))",
+    ),
+    ("Neuron.parameters() a tuple", "return [*self.w, self.b]", "return (*self.w, self.b)"),
 ]
 
 
@@ -269,7 +280,10 @@ def test_hidden_tests_catch_bug(solution, name, old, new, cells):
 
 @pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failures(graded_only(mutate(solution, old, new))) == {}
+    """Full marks, and every visible check passes."""
+    nb = graded_only(mutate(solution, old, new))
+    assert failures(nb) == {}
+    assert failing_cells(nb, A, visible=True) == {}
 
 
 # Contract departures a student can make, code pasted from elsewhere among them: what the

@@ -319,7 +319,10 @@ def test_hidden_tests_catch_bug(solution, name, old, new, cells):
 
 @pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failures(mutate(solution, old, new)) == {}
+    """Full marks, and every visible check passes."""
+    nb = without_demos(mutate(solution, old, new))
+    assert failures(nb) == {}
+    assert failing_cells(nb, A, visible=True) == {}
 
 
 LABEL_INDEXED_BCE = """\
@@ -395,6 +398,11 @@ DEPARTURES = [
     (
         "train prints no line for the last step",
         [(PRINT, "        if print_every and k % print_every == 0:\n")],
+        TRAIN,
+    ),
+    (
+        "train prints all but the last step",
+        [(PRINT, "        if print_every and (k % print_every == 0 or k != steps - 1):\n")],
         TRAIN,
     ),
     (
