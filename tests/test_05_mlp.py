@@ -357,6 +357,11 @@ DEPARTURES = [
         NEURON,
     ),
     (
+        "Neuron never applies relu",
+        [("return act.relu() if self.nonlin else act", "return act")],
+        NEURON,
+    ),
+    (
         "Layer adds a relu of its own",
         [("outs = [n(x) for n in self.neurons]", "outs = [n(x).relu() for n in self.neurons]")],
         MLP,
@@ -485,14 +490,16 @@ RELU_LINEAR = "relu applied where a linear output was asked"
 KWARGS = "are keyword arguments passed on?"
 LAST = "is the last layer linear (nonlin=False), with no relu after it?"
 NO_RELU = "no relu between layers"
+UNSHAPED = "no relu where it is asked"
 # Each hint is said on its evidence, by the visible check and the hidden test alike, and
 # stays silent for another bug with the same symptom (a wrong output in the same check):
 # (bug or departure, its cell, words its messages say, words they must not say)
 HINTS = [
-    ("Neuron uses tanh", NEURON, [TANH], [RELU_LINEAR]),
-    ("Neuron with sigmoid", NEURON, [], [TANH, RELU_LINEAR]),
-    ("Neuron forgets the bias in its sum", NEURON, [], [TANH, RELU_LINEAR]),
-    ("Neuron ignores nonlin", NEURON, [RELU_LINEAR], [TANH]),
+    ("Neuron uses tanh", NEURON, [TANH], [RELU_LINEAR, UNSHAPED]),
+    ("Neuron with sigmoid", NEURON, [], [TANH, RELU_LINEAR, UNSHAPED]),
+    ("Neuron forgets the bias in its sum", NEURON, [], [TANH, RELU_LINEAR, UNSHAPED]),
+    ("Neuron ignores nonlin", NEURON, [RELU_LINEAR], [TANH, UNSHAPED]),
+    ("Neuron never applies relu", NEURON, [UNSHAPED], [TANH, RELU_LINEAR]),
     ("Layer ignores its kwargs", MLP, [RELU_LINEAR, KWARGS, "adds no relu"], ["w, then b"]),
     ("Layer adds a relu of its own", MLP, [RELU_LINEAR, "adds no relu"], ["w, then b"]),
     ("Layer lists all weights, then all biases", MLP, ["w, then b"], [RELU_LINEAR]),
