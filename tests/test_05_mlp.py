@@ -224,6 +224,17 @@ VARIANTS = [
         "return sum(self.weight, []) + self.bias",
     ),
     ("Sequential keeps a tuple", "self.modules = list(modules)", "self.modules = modules"),
+    (
+        "Layer returns a tuple",
+        "return outs[0] if len(outs) == 1 else outs",
+        "return outs[0] if len(outs) == 1 else tuple(outs)",
+    ),
+    (
+        "Linear returns a tuple",
+        "return [dot(row, x, b) for row, b in zip(self.weight, self.bias)]",
+        "return tuple(dot(row, x, b) for row, b in zip(self.weight, self.bias))",
+    ),
+    ("Neuron.parameters() a tuple", "return [*self.w, self.b]", "return (*self.w, self.b)"),
 ]
 
 
@@ -256,15 +267,179 @@ def test_solution_passes_every_check(solution):
 
 @pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    failed = failures(graded_only(mutate(solution, old, new)))
+    """Each bug fails its exercise's hidden test, and its visible check too: a visible check
+    may also fail for a bug in an exercise it builds on (layers use the student's Neuron)."""
+    nb = graded_only(mutate(solution, old, new))
+    failed = failures(nb)
     assert set(failed) == cells, failed
-    for lines in failed.values():
+    seen = failing_cells(nb, A, visible=True)
+    assert cells <= set(seen), seen
+    for lines in [*failed.values(), *(m.splitlines() for m in seen.values())]:
         assert all(len(line) < 90 for line in lines), lines
 
 
 @pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failures(graded_only(mutate(solution, old, new))) == {}
+    """Full marks, and every visible check passes."""
+    nb = graded_only(mutate(solution, old, new))
+    assert failures(nb) == {}
+    assert failing_cells(nb, A, visible=True) == {}
+
+
+# Contract departures a student can make, code pasted from elsewhere among them: what the
+# hidden test of the exercise requires, the visible check must require too (both fail).
+# (description, [(old text, new text), ...], the exercise's test cell)
+DEPARTURES = [
+    (
+        "zero_grad written in Neuron, Module's left a stub",
+        [
+            (
+                "        for p in self.parameters():\n            p.grad = 0.0\n",
+                "        raise NotImplementedError()\n",
+            ),
+            (
+                "        return [*self.w, self.b]\n",
+                "        return [*self.w, self.b]\n\n    def zero_grad(self):\n"
+                "        for p in self.parameters():\n            p.grad = 0.0\n",
+            ),
+        ],
+        NEURON,
+    ),
+    (
+        "zero_grad resets data as well",
+        [("            p.grad = 0.0\n", "            p.grad = p.data = 0.0\n")],
+        NEURON,
+    ),
+    (
+        "Neuron.parameters() a generator",
+        [("return [*self.w, self.b]", "return (p for p in [*self.w, self.b])")],
+        NEURON,
+    ),
+    (
+        "Neuron.parameters() grows at each call",
+        [
+            (
+                "return [*self.w, self.b]",
+                'self.__dict__.setdefault("ps", []).extend([*self.w, self.b])\n'
+                "        return self.ps",
+            )
+        ],
+        NEURON,
+    ),
+    (
+        "Neuron returns a list of one Value",
+        [
+            (
+                "return act.relu() if self.nonlin else act",
+                "return [act.relu() if self.nonlin else act]",
+            )
+        ],
+        NEURON,
+    ),
+    (
+        "Neuron cuts its inputs off the graph",
+        [
+            (
+                "act = dot(self.w, x, self.b)",
+                'act = dot(self.w, [getattr(v, "data", v) for v in x], self.b)',
+            )
+        ],
+        NEURON,
+    ),
+    (
+        "Neuron with sigmoid",
+        [
+            (
+                "return act.relu() if self.nonlin else act",
+                "return act.sigmoid() if self.nonlin else act",
+            )
+        ],
+        NEURON,
+    ),
+    (
+        "Neuron never applies relu",
+        [("return act.relu() if self.nonlin else act", "return act")],
+        NEURON,
+    ),
+    (
+        "Layer adds a relu of its own",
+        [("outs = [n(x) for n in self.neurons]", "outs = [n(x).relu() for n in self.neurons]")],
+        MLP,
+    ),
+    (
+        "Layer.parameters() a generator",
+        [
+            (
+                "return [p for n in self.neurons for p in n.parameters()]",
+                "return (p for n in self.neurons for p in n.parameters())",
+            )
+        ],
+        MLP,
+    ),
+    (
+        "MLP lists the last layer first",
+        [
+            (
+                "return [p for layer in self.layers for p in layer.parameters()]",
+                "return [p for layer in self.layers[::-1] for p in layer.parameters()]",
+            )
+        ],
+        MLP,
+    ),
+    (
+        "MLP applies relu to a single output",
+        [
+            (
+                "            x = layer(x)\n        return x",
+                "            x = layer(x)\n        return x.relu() if isinstance(x, Value) else x",
+            )
+        ],
+        MLP,
+    ),
+    (
+        "MLP with every layer linear",
+        [("nonlin=i != len(nouts) - 1", "nonlin=False")],
+        MLP,
+    ),
+    (
+        "Linear.parameters() a generator",
+        [
+            (
+                "return [w for row in self.weight for w in row] + list(self.bias)",
+                "yield from [w for row in self.weight for w in row] + list(self.bias)",
+            )
+        ],
+        LINEAR,
+    ),
+    (
+        "Sequential keeps only the Linear modules' parameters",
+        [
+            (
+                "return [p for module in self.modules for p in module.parameters()]",
+                "return [p for m in self.modules if isinstance(m, Linear) for p in m.parameters()]",
+            )
+        ],
+        LINEAR,
+    ),
+]
+
+
+def departed(nb, name: str):
+    (changes,) = [d[1] for d in DEPARTURES if d[0] == name]
+    for old, new in changes:
+        nb = mutate(nb, old, new)
+    return nb
+
+
+@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
+    """The visible check fails the exercise (its message short), and so does its hidden
+    test, on the notebook's own definitions."""
+    nb = graded_only(departed(solution, name))
+    seen = failing_cells(nb, A, visible=True)
+    assert cell in seen, seen
+    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
+    hidden_message(nb, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
@@ -281,7 +456,7 @@ def hidden_message(nb, cell: str) -> str:
 
 
 MESSAGES = [
-    ("relu on the output layer", "mlp", "is the last layer linear?"),
+    ("relu on the output layer", "mlp", "is the last layer linear (nonlin=False)"),
     ("Layer returns a list for nout == 1", "mlp", "should return that Value itself"),
     ("Layer lists all weights, then all biases", "mlp", "neuron by neuron, each w, then b"),
     ("Neuron lists the bias first", "neuron", "should list w[0], w[1], w[2], b got b, w[0]"),
@@ -301,6 +476,49 @@ CELLS = {
 def test_hidden_messages_say_what_is_wrong(solution, name, check, words):
     message = hidden_message(mutate(solution, *bug(name)), CELLS[check])
     assert words in " ".join(message.split()), message
+
+
+def broken(solution, name: str):
+    """The solution with the bug or departure ``name``."""
+    if any(b[0] == name for b in BUGS):
+        return mutate(solution, *bug(name))
+    return departed(solution, name)
+
+
+TANH = "tanh where relu is asked"
+RELU_LINEAR = "relu applied where a linear output was asked"
+KWARGS = "are keyword arguments passed on?"
+LAST = "is the last layer linear (nonlin=False), with no relu after it?"
+NO_RELU = "no relu between layers"
+UNSHAPED = "no relu where it is asked"
+# Each hint is said on its evidence, by the visible check and the hidden test alike, and
+# stays silent for another bug with the same symptom (a wrong output in the same check):
+# (bug or departure, its cell, words its messages say, words they must not say)
+HINTS = [
+    ("Neuron uses tanh", NEURON, [TANH], [RELU_LINEAR, UNSHAPED]),
+    ("Neuron with sigmoid", NEURON, [], [TANH, RELU_LINEAR, UNSHAPED]),
+    ("Neuron forgets the bias in its sum", NEURON, [], [TANH, RELU_LINEAR, UNSHAPED]),
+    ("Neuron ignores nonlin", NEURON, [RELU_LINEAR], [TANH, UNSHAPED]),
+    ("Neuron never applies relu", NEURON, [UNSHAPED], [TANH, RELU_LINEAR]),
+    ("Layer ignores its kwargs", MLP, [RELU_LINEAR, KWARGS, "adds no relu"], ["w, then b"]),
+    ("Layer adds a relu of its own", MLP, [RELU_LINEAR, "adds no relu"], ["w, then b"]),
+    ("Layer lists all weights, then all biases", MLP, ["w, then b"], [RELU_LINEAR]),
+    ("relu on the output layer", MLP, [RELU_LINEAR, LAST], [KWARGS, NO_RELU]),
+    ("MLP applies relu to a single output", MLP, [RELU_LINEAR, LAST], [KWARGS, NO_RELU]),
+    ("MLP with every layer linear", MLP, [NO_RELU], [RELU_LINEAR]),
+    ("only the first layer nonlinear", MLP, [], [RELU_LINEAR, NO_RELU, KWARGS]),
+    ("Linear applies relu", LINEAR, [RELU_LINEAR, "a Linear has no activation"], []),
+    ("Linear lists the biases first", LINEAR, [], [RELU_LINEAR]),
+]
+
+
+@pytest.mark.parametrize("name, cell, said, unsaid", HINTS, ids=[h[0] for h in HINTS])
+def test_hints_stand_on_their_evidence(solution, name, cell, said, unsaid):
+    nb = graded_only(broken(solution, name))
+    for message in (failing_cells(nb, A, visible=True)[cell], hidden_message(nb, cell)):
+        text = " ".join(message.split())
+        assert all(words in text for words in said), message
+        assert not any(words in text for words in unsaid), message
 
 
 def test_blank_notebook_fails_each_check_with_one_line():

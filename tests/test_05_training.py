@@ -199,7 +199,12 @@ BUGS = [
         "        loss.backward()\n        model.zero_grad()\n",
         {TRAIN},
     ),
-    ("update with += instead of -=", "p.data -= rate * p.grad", "p.data += rate * p.grad", {TRAIN}),
+    (
+        "update with += instead of -=",
+        "p.data -= rate * p.grad\n",
+        "p.data += rate * p.grad\n",
+        {TRAIN},
+    ),
     (
         "train prints nothing (print_every ignored)",
         "        if print_every and (k % print_every == 0 or k == steps - 1):\n",
@@ -302,15 +307,133 @@ def test_solution_passes_every_check(solution):
 
 @pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    failed = failures(mutate(solution, old, new))
+    """Each bug fails its exercise's hidden test and nothing else, and its visible check."""
+    nb = mutate(solution, old, new)
+    failed = failures(nb)
     assert set(failed) == cells, failed
-    for lines in failed.values():
+    seen = failing_cells(without_demos(nb), A, visible=True)
+    assert set(seen) == cells, seen
+    for lines in [*failed.values(), *(m.splitlines() for m in seen.values())]:
         assert all(len(line) < 90 for line in lines), lines
 
 
 @pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failures(mutate(solution, old, new)) == {}
+    """Full marks, and every visible check passes."""
+    nb = without_demos(mutate(solution, old, new))
+    assert failures(nb) == {}
+    assert failing_cells(nb, A, visible=True) == {}
+
+
+LABEL_INDEXED_BCE = """\
+    total = 0.0
+    for z, y in zip(logits, targets):
+        if z.data >= 0:
+            both = [z + (1 + (-z).exp()).log(), (1 + (-z).exp()).log()]
+        else:
+            both = [(1 + z.exp()).log(), -z + (1 + z.exp()).log()]
+        total = total + both[y]  # the label as an index: 0 or 1
+    return total / len(logits)
+"""
+LABEL_CASED_BCE = """\
+    total = 0.0
+    for z, y in zip(logits, targets):
+        if y == 1:
+            total = total + (1 + (-z).exp()).log()
+        else:
+            total = total + z + (1 + (-z).exp()).log()
+    return total / len(logits)
+"""
+SIGNATURE = "def train(model, xs, ys, loss_fn, steps, lr, batch_size=None,"
+PRINT = "        if print_every and (k % print_every == 0 or k == steps - 1):\n"
+
+# Contract departures a student can make, code pasted from elsewhere among them: what the
+# hidden test of the exercise requires, the visible check must require too (both fail).
+# (description, [(old text, new text), ...], the exercise's test cell)
+DEPARTURES = [
+    (
+        "mse_loss returns a number",
+        [
+            ("    return sum((p - t) ** 2", "    return (sum((p - t) ** 2"),
+            ("/ len(preds)\n    ### END", "/ len(preds)).data\n    ### END"),
+        ],
+        MSE,
+    ),
+    ("BCE uses the label as an index", [(SOLUTION_BCE, LABEL_INDEXED_BCE)], BCE),
+    ("BCE picks its formula by the label", [(SOLUTION_BCE, LABEL_CASED_BCE)], BCE),
+    (
+        "BCE clamps logits to 50",
+        [
+            (
+                "    for z, y in zip(logits, targets):\n        if z.data >= 0:",
+                "    for z, y in zip(logits, targets):\n        if abs(z.data) > 50:\n"
+                "            z = z * (50 / abs(z.data))\n        if z.data >= 0:",
+            )
+        ],
+        BCE,
+    ),
+    (
+        "max_margin_loss without defaults",
+        [("parameters=(), alpha=0.0):", "parameters, alpha):")],
+        MM,
+    ),
+    (
+        "max_margin_loss returns a number",
+        [("return data_loss + penalty", "return (data_loss + penalty).data")],
+        MM,
+    ),
+    (
+        "train names steps and lr otherwise",
+        [
+            (SIGNATURE, "def train(model, xs, ys, loss_fn, n_steps, rate0, batch_size=None,"),
+            ("    losses = []\n", "    losses = []\n    steps, lr = n_steps, rate0\n"),
+        ],
+        TRAIN,
+    ),
+    (
+        "train prints at every step when print_every=0",
+        [(PRINT, "        if not print_every or k % print_every == 0 or k == steps - 1:\n")],
+        TRAIN,
+    ),
+    (
+        "train prints no line for the last step",
+        [(PRINT, "        if print_every and k % print_every == 0:\n")],
+        TRAIN,
+    ),
+    (
+        "train prints all but the last step",
+        [(PRINT, "        if print_every and (k % print_every == 0 or k != steps - 1):\n")],
+        TRAIN,
+    ),
+    (
+        "train prints the loss only",
+        [
+            (
+                'print(f"step {k + 1:4d}/{steps}   loss {loss.data:.4f}   lr {rate:.3f}")',
+                'print(f"loss {loss.data:.4f}")',
+            )
+        ],
+        TRAIN,
+    ),
+]
+
+
+def departed(nb, name: str):
+    (changes,) = [d[1] for d in DEPARTURES if d[0] == name]
+    for old, new in changes:
+        nb = mutate(nb, old, new)
+    return nb
+
+
+@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
+    """The visible check fails the exercise (its message short), and so does its hidden
+    test, on the notebook's own definitions."""
+    nb = without_demos(departed(solution, name))
+    seen = failing_cells(nb, A, visible=True)
+    assert cell in seen, seen
+    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
+    hidden_message(nb, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
@@ -344,6 +467,44 @@ MESSAGES = [
 def test_hidden_messages_say_what_is_wrong(solution, name, cell, words):
     message = hidden_message(mutate(solution, *bug(name)), cell)
     assert words in " ".join(message.split()), message
+
+
+def broken(solution, name: str):
+    """The solution with the bug or departure ``name``."""
+    if any(b[0] == name for b in BUGS):
+        return mutate(solution, *bug(name))
+    return departed(solution, name)
+
+
+NO_DECAY = "the rate never decays"
+PILE_UP = "the gradients pile up"
+CLIMBS = "climbs the gradient"
+OVERFLOW = "exp() overflows"
+# Each hint is said on its evidence, by the visible check and the hidden test alike (the
+# overflow hint by the hidden test only: the visible check shows the error itself), and
+# stays silent for another bug with the same symptom:
+# (bug or departure, its cell, words its messages say, words they must not say, visible)
+HINTS = [
+    ("learning rate never decays", TRAIN, [NO_DECAY], [PILE_UP, CLIMBS], True),
+    ("training without zero_grad", TRAIN, [PILE_UP], [NO_DECAY, CLIMBS], True),
+    ("update with += instead of -=", TRAIN, [CLIMBS], [NO_DECAY, PILE_UP], True),
+    ("learning rate grows", TRAIN, [], [NO_DECAY, PILE_UP, CLIMBS], True),
+    ("zero_grad between backward and update", TRAIN, [], [NO_DECAY, PILE_UP, CLIMBS], True),
+    ("BCE safe for z >= 0 only", BCE, [OVERFLOW, "OverflowError"], [], False),
+    ("BCE clamps logits to 50", BCE, [], [OVERFLOW], False),
+]
+
+
+@pytest.mark.parametrize("name, cell, said, unsaid, visible", HINTS, ids=[h[0] for h in HINTS])
+def test_hints_stand_on_their_evidence(solution, name, cell, said, unsaid, visible):
+    nb = without_demos(broken(solution, name))
+    messages = [hidden_message(nb, cell)]
+    if visible:
+        messages.append(failing_cells(nb, A, visible=True)[cell])
+    for message in messages:
+        text = " ".join(message.split())
+        assert all(words in text for words in said), message
+        assert not any(words in text for words in unsaid), message
 
 
 def test_blank_notebook_fails_each_check_with_one_line():

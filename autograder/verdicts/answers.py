@@ -276,7 +276,8 @@ def _module(args: dict, result) -> None:
     optional = {"runs", "zeroed", "zero_grad_failed"}
     if args.get("layout") is not None:
         optional.add("layout")
-    keys(result, {"count", "again", "not_values", "unique"}, optional)
+    keys(result, {"listed", "count", "again", "not_values", "unique"}, optional)
+    _need(isinstance(result["listed"], bool), "listed: not a bool")
     for name in ("count", "again"):
         _need(
             isinstance(result[name], int)

@@ -1455,3 +1455,48 @@ def _say_where(which: str, names) -> None:
             )
             print("\n".join(textwrap.wrap(text, WIDTH)))
     _found.clear()
+
+
+# ---- checks that name a cause on its evidence (lessons 5 and 5b) -----------------------
+
+
+def _near(got: object, expected, tol: float) -> bool:
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(got, (list, tuple))
+            and len(got) == len(expected)
+            and all(is_close(g, e, tol) for g, e in zip(got, expected))
+        )
+    return is_close(got, expected, tol)
+
+
+def _shown_numbers(x: object) -> str:
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_num(v) for v in x) + "]"
+    return _num(x)
+
+
+def check_near(what: str, got: object, expected, causes=(), tol: float = 1e-6) -> None:
+    """``check_close`` for a number or a list of numbers. ``causes`` are pairs (what a
+    known slip would give here, a line that names it): when the check fails, the message
+    names each slip whose numbers ``got`` has, and no other."""
+    if _near(got, expected, tol):
+        return
+    named = "".join(f"\n({text})" for value, text in causes if _near(got, value, tol))
+    raise CheckFailed(
+        f"{what}: expected {_shown_numbers(expected)}, got {_shown_numbers(got)}.{named}"
+    )
+
+
+def call_printed(fn: Callable, *args, **kwargs) -> tuple:
+    """``call(fn, *args, **kwargs)``, and the lines it printed: (its result, the lines)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = call(fn, *args, **kwargs)
+    return result, [line for line in out.getvalue().splitlines() if line.strip()]
+
+
+__all__ += ["call_printed", "check_near"]

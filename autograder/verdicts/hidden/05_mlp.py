@@ -3,13 +3,18 @@ own in the lab; the course's, ``ENGINE``, when graded, with coursekit's ``dot``)
 
 The student's modules get the weights of the reference network (refgrad.nn), copied in
 ``parameters()`` order, and must then agree with it: every output, and the gradient of
-every parameter and input. Layers and MLPs are built on the course's Module and Neuron
+every parameter and input. Before that, parameters() must be a list of the module's
+Values, in the lesson's order where the lesson's attributes (w, b, neurons, layers,
+weight, bias) show it. A wrong output names a cause only on its evidence: every output
+of that module is what the slip would give (relu where a linear output was asked, tanh
+where relu is). Layers and MLPs are built on the course's Module and Neuron
 (``Given``), so only the exercise under test counts. The losses and the training loop
 are lesson 5b's (05_training.py).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 
@@ -44,11 +49,50 @@ class Neuron(Module):
         return [*self.w, self.b]
 """,
 )
-ORDER = "(weights are copied in parameters() order: neuron by neuron, each w, then b)"
 
 
 def vec(values: Sequence[float]) -> str:
     return "[" + ", ".join(num(float(v)) for v in values) + "]"
+
+
+# A cause of wrong outputs, named only on its evidence: what the slip would output at x
+# (from the reference), and what to say when every output of a build is exactly that.
+Cause = tuple[Callable[[list[float]], list[float]], str]
+
+
+def _outputs(ref, x: Sequence[float]) -> list[float]:
+    out = ref([RefValue(v) for v in x])
+    return [out.data] if isinstance(out, RefValue) else [o.data for o in out]
+
+
+def _relu(values: list[float]) -> list[float]:
+    return [max(0.0, v) for v in values]
+
+
+def _linear(ref) -> Callable[[list[float]], list[float]]:
+    """The outputs of ``ref`` with every neuron's relu left out (nonlin=False)."""
+
+    def outputs(x):
+        neurons = _neurons(ref)
+        flags = [n.nonlin for n in neurons]
+        for n in neurons:
+            n.nonlin = False
+        try:
+            return _outputs(ref, x)
+        finally:
+            for n, flag in zip(neurons, flags):
+                n.nonlin = flag
+
+    return outputs
+
+
+def _neurons(ref) -> list:
+    if hasattr(ref, "layers"):
+        return [n for layer in ref.layers for n in layer.neurons]
+    return list(getattr(ref, "neurons", [ref]))
+
+
+RELU_OUT = "relu applied where a linear output was asked"
 
 
 # ---- a module against the reference, weights copied -------------------------------------
@@ -64,12 +108,14 @@ def check_module(
     given: Sequence[Given] = (),
     layout: list[str] | None = None,
     layout_labels: Sequence[str] = (),
-    hint: Callable[[float, float], str] = lambda g, w: "",
+    order_text: str = "",
+    causes: Sequence[Cause] = (),
     zero_grad: bool = False,
     count_text: str = "",
 ) -> None:
     """Build ``build`` with the student's classes; copy ``ref``'s (randomized) weights into
-    it in parameters() order; compare outputs, and gradients from each output."""
+    it in parameters() order; compare outputs, and gradients from each output. A wrong
+    output names each of ``causes`` that gives every output of the build exactly."""
     rng = kernel.rng
     ref_params = ref.parameters()
     weights = [round(rng.uniform(-1.0, 1.0), 4) for _ in ref_params]
@@ -95,8 +141,9 @@ def check_module(
         what=build,
     )
     params_text = f"{build}.parameters()"
-    if "count" not in info:
-        fail(f"{params_text} should return a list, got {info['parameters']}")
+    if "count" not in info or not info["listed"]:
+        got = info.get("parameters") or "something else (a list has len and indexes)"
+        fail(f"{params_text} should return a list, got {got}")
     if info["not_values"]:
         fail(f"{params_text} should hold only Values, got {info['not_values'][0]}")
     if not info["unique"]:
@@ -111,17 +158,24 @@ def check_module(
         )
     order = info.get("layout")
     if layout_labels and isinstance(order, list) and order != list(range(len(order))):
-        fail(
-            f"{params_text} should list {_labels(layout_labels, range(len(order)))}\n"
-            f"got {_labels(layout_labels, order)}"
-        )
+        fail(_order_message(params_text, order_text, layout_labels, order))
     if len(info.get("runs") or ()) != len(runs):
         fail(
             f"{build}: the kernel's answer is incomplete (was the grading code in the kernel "
             "changed?)"
         )
     for run, got in zip(runs, info["runs"]):
-        _compare_run(build, ref, run, got, hint)
+        _check_shape(build, ref, run, got)
+    named = [
+        text
+        for alternative, text in causes
+        if all(
+            len(got["data"]) == len(want) and all(close(o, w) for o, w in zip(got["data"], want))
+            for got, want in ((got, alternative(run["x"])) for run, got in zip(runs, info["runs"]))
+        )
+    ]
+    for run, got in zip(runs, info["runs"]):
+        _compare_run(build, ref, run, got, named)
     if zero_grad:
         if "zero_grad_failed" in info:
             fail(f"{build}.zero_grad() raised {info['zero_grad_failed']}")
@@ -132,21 +186,30 @@ def check_module(
             )
 
 
+def _order_message(params_text: str, order_text: str, labels: Sequence[str], order) -> str:
+    """What parameters() should list and what it lists, from the first difference on."""
+    start = next(k for k, p in enumerate(order) if p != k)
+    want = _labels(labels, range(start, len(order)))
+    since = f"from parameters()[{start}] on: " if start else ""
+    got = _labels(labels, order[start:])
+    if order_text:
+        return f"{params_text} should list {order_text}\n{since}{want}\ngot {got}"
+    return f"{params_text} should list {since}{want}\ngot {got}"
+
+
 def _labels(labels: Sequence[str], positions) -> str:
     """The names of the parameters at ``positions`` (the first five), for a message."""
     shown = [labels[p] if 0 <= p < len(labels) else "?" for p in list(positions)[:5]]
     return ", ".join(shown) + (", ..." if len(list(positions)) > 5 else "")
 
 
-def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
-    x, i = run["x"], run["backward_from"]
+def _check_shape(build: str, ref, run: dict, got: dict) -> None:
+    x = run["x"]
     where = f"{build}(x) at x={vec(x)}"
     if "failed" in got and got["failed"] == "call":
         fail(f"{where} raised {got['error']}")
-    ref_xs = [RefValue(v) for v in x]
-    raw = ref(ref_xs)
-    single = isinstance(raw, RefValue)
-    want = [raw] if single else raw
+    want = _outputs(ref, x)
+    single = isinstance(ref([RefValue(v) for v in x]), RefValue)
     shape = got["shape"]
     if single and shape != "value":
         fail(
@@ -158,13 +221,18 @@ def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
             f"{where} should return a list of {len(want)} Value{'s' * (len(want) > 1)}, got "
             f"{'a Value' if shape == 'value' else shape}"
         )
+
+
+def _compare_run(build: str, ref, run: dict, got: dict, named: Sequence[str]) -> None:
+    x, i = run["x"], run["backward_from"]
+    ref_xs = [RefValue(v) for v in x]
+    raw = ref(ref_xs)
+    want = [raw] if isinstance(raw, RefValue) else raw
     for k, (o, w) in enumerate(zip(got["data"], want)):
         if not close(o, w.data):
             label = f"output {k} of {build}" if len(want) > 1 else build
-            fail(
-                f"{label} at x={vec(x)}: expected {num(w.data)}, got {num(o)}"
-                + _line(hint(o, w.data))
-            )
+            hint = "".join(f"\n({text})" for text in named)
+            fail(f"{label} at x={vec(x)}: expected {num(w.data)}, got {num(o)}{hint}")
     out = f"output {i} of {build}" if len(want) > 1 else build
     if "failed" in got:
         fail(f"backward() from {out} raised {got['error']}")
@@ -175,15 +243,11 @@ def _compare_run(build: str, ref, run: dict, got: dict, hint) -> None:
         if not close(g, q.grad):
             fail(
                 f"{out} at x={vec(x)}: d(out)/d(parameters()[{j}]) should be {num(q.grad)}, "
-                f"got {num(g)}" + _line(hint(g, q.grad))
+                f"got {num(g)}"
             )
     for j, (g, v) in enumerate(zip(got.get("x_grads") or [], ref_xs)):
         if not close(g, v.grad):
             fail(f"{out} at x={vec(x)}: d(out)/dx[{j}] should be {num(v.grad)}, got {num(g)}")
-
-
-def _line(text: str) -> str:
-    return f"\n{text}" if text else ""
 
 
 # ---- exercise 1: Module and Neuron ------------------------------------------------------
@@ -217,24 +281,30 @@ def neuron(kernel: Kernel) -> None:
             layout=["m.w", "m.b"],
             layout_labels=[f"w[{j}]" for j in range(nin)] + ["b"],
             zero_grad=True,
-            hint=_neuron_hint,
+            causes=_neuron_causes(ref, nonlin),
             count_text=f"the {nin} weight{'s' * (nin > 1)} and the bias",
         )
 
 
-def _neuron_hint(got: float, want: float) -> str:
-    if got == 0.0 and want < 0.0:
-        return "(a negative output came out as 0: is relu applied with nonlin=False?)"
-    return ""
+def _neuron_causes(ref, nonlin: bool) -> list[Cause]:
+    """relu where nonlin=False asks for none; tanh, or nothing, where relu is asked."""
+    act = _linear(ref)
+    if not nonlin:
+        return [(lambda x: _relu(act(x)), f"{RELU_OUT} (nonlin=False)")]
+    return [
+        (lambda x: [math.tanh(a) for a in act(x)], "tanh where relu is asked"),
+        (act, "no relu where it is asked: Neuron(nin) has nonlin=True"),
+    ]
 
 
 # ---- exercise 2: Layer and MLP ----------------------------------------------------------
 
-
-def _mlp_hint(got: float, want: float) -> str:
-    if got == 0.0 and want < 0.0:
-        return "(a negative output came out as 0: is the last layer linear?)"
-    return ORDER
+LAYER_RELU = (
+    f"{RELU_OUT}: are keyword arguments passed on?\n"
+    "Layer(nin, nout, nonlin=False) makes Neuron(nin, nonlin=False) and adds no relu"
+)
+MLP_RELU = f"{RELU_OUT}: is the last layer\nlinear (nonlin=False), with no relu after it?"
+MLP_LINEAR = "no relu between layers: every layer but the last should use relu"
 
 
 def mlp(kernel: Kernel) -> None:
@@ -251,7 +321,17 @@ def mlp(kernel: Kernel) -> None:
     ]:
         build = f"Layer({nin}, {nout})" if nonlin else f"Layer({nin}, {nout}, nonlin=False)"
         ref = ref_nn.Layer(nin, nout, rng=rng.randrange(10**6), nonlin=nonlin)
-        check_module(kernel, build, ref, nin, given=given, hint=lambda g, w: ORDER)
+        check_module(
+            kernel,
+            build,
+            ref,
+            nin,
+            given=given,
+            layout=["[[n.w, n.b] for n in m.neurons]"],
+            layout_labels=_neuron_labels(ref, ""),
+            order_text=ORDER_TEXT,
+            causes=[] if nonlin else [(lambda x, r=ref: _relu(_outputs(r, x)), LAYER_RELU)],
+        )
     for nin, nouts in [
         (3, [4, 4, 1]),
         (2, [16, 16, 1]),
@@ -261,9 +341,37 @@ def mlp(kernel: Kernel) -> None:
         (4, [6, 3, 1]),
     ]:
         ref = ref_nn.MLP(nin, nouts, rng=rng.randrange(10**6))
+        causes = [(lambda x, r=ref: _relu(_outputs(r, x)), MLP_RELU)]
+        if len(nouts) > 1:
+            causes.append((_linear(ref), MLP_LINEAR))
         check_module(
-            kernel, f"MLP({nin}, {nouts})", ref, nin, rounds=6, given=given, hint=_mlp_hint
+            kernel,
+            f"MLP({nin}, {nouts})",
+            ref,
+            nin,
+            rounds=6,
+            given=given,
+            layout=["[[[n.w, n.b] for n in l.neurons] for l in m.layers]"],
+            layout_labels=[
+                label
+                for i, layer in enumerate(ref.layers)
+                for label in _neuron_labels(layer, f"l{i}.")
+            ],
+            order_text="layers in order, each neuron's w, then b",
+            causes=causes,
         )
+
+
+ORDER_TEXT = "neuron by neuron, each w, then b"
+
+
+def _neuron_labels(layer, prefix: str) -> list[str]:
+    """n0.w[0], n0.w[1], ..., n0.b, n1.w[0], ...: a layer's parameters, in order."""
+    return [
+        f"{prefix}n{i}.{name}"
+        for i, n in enumerate(layer.neurons)
+        for name in [*(f"w[{j}]" for j in range(len(n.w))), "b"]
+    ]
 
 
 # ---- exercise 3: Linear and Sequential --------------------------------------------------
@@ -279,6 +387,9 @@ SEQUENTIALS = [
     ),
     ("Sequential(Sequential(Linear(2, 3), ReLU()), Linear(3, 2))", None, 2),
 ]
+
+
+LINEAR_RELU = f"{RELU_OUT}: a Linear has no activation; ReLU() is a module of its own"
 
 
 def linear(kernel: Kernel) -> None:
@@ -297,6 +408,7 @@ def linear(kernel: Kernel) -> None:
             layout=["m.weight", "m.bias"],
             layout_labels=[f"weight[{r}][{c}]" for r in range(nout) for c in range(nin)]
             + [f"bias[{i}]" for i in range(nout)],
+            causes=[(lambda x, r=ref: _relu(_outputs(r, x)), LINEAR_RELU)],
         )
     for build, parts, nin in SEQUENTIALS:
         r = random.Random(rng.randrange(10**6))

@@ -13,6 +13,7 @@ in that cell's place and in every request, so a slip in lesson 5 costs nothing h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from .common import Kernel, RefValue, close, fail, num, ref_nn
@@ -29,6 +30,18 @@ def vec(values: Sequence[float]) -> str:
 # ---- exercises 1 to 3: losses -----------------------------------------------------------
 
 
+BROKE = ("OverflowError", "ZeroDivisionError", "ValueError")  # exp overflow, log(0)
+
+
+def _broke(got: dict) -> bool:
+    """The evidence of an overflow or a log(0): such an error, or a number that is not
+    finite (inf or nan) in the loss or a gradient."""
+    if got.get("type") in BROKE:
+        return True
+    values = [got.get("data"), *(got.get("grads") or ()), *(got.get("param_grads") or ())]
+    return any(isinstance(v, float) and not math.isfinite(v) for v in values)
+
+
 def check_loss(
     kernel: Kernel,
     function: str,
@@ -38,14 +51,15 @@ def check_loss(
     hint_when: Callable[[dict], bool] = lambda case: False,
 ) -> None:
     """fn(preds, targets[, parameters, alpha]) against the reference: value, and the
-    gradients of the predictions and parameters."""
+    gradients of the predictions and parameters. ``hint`` is said for a case that
+    ``hint_when`` picks, on the evidence of an overflow or log(0) (``_broke``)."""
     results = kernel.run("loss", value="Value", function=function, cases=cases, what=function)
     for case, got in zip(cases, results):
         text = f"{function}({vec(case['preds'])}, {vec(case['targets'])}"
         if case.get("alpha") is not None:
             text += f", parameters={vec(case['params'])}, alpha={num(case['alpha'])}"
         text += ")"
-        extra = f"\n({hint})" if hint and hint_when(case) else ""
+        extra = f"\n({hint})" if hint and hint_when(case) and _broke(got) else ""
         if got.get("failed") == "call":
             if got["type"] == "NotImplementedError":
                 fail(f"{function} raised NotImplementedError (not written yet)")

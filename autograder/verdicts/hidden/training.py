@@ -33,7 +33,7 @@ def training(kernel: Kernel) -> None:
     shift = {"model": "shift", "loss": "squared", "xs": [[1.0], [3.0]], "ys": [2.0, 4.0]}
     runs = [
         {**shift, "kwargs": {"steps": 3, "lr": 0.25}},
-        {**shift, "kwargs": {"steps": 2, "lr": 0.5, "lr_decay": 0.5}},
+        {**shift, "loss": "mean", "kwargs": {"steps": 2, "lr": 0.5, "lr_decay": 0.5}},
         {
             "model": "scale",
             "p0": 0.0,
@@ -111,7 +111,8 @@ def _losses(result, steps: int, what: str) -> None:
 
 
 def _visible(first: dict, second: dict) -> None:
-    """The check cell's model c + x[0] with the squared error: c goes 0.5, 0.75, 0.875."""
+    """The check cell's model c + x[0]: with the squared error c goes 0.5, 0.75, 0.875;
+    with the mean of the predictions (gradient 1) and a decaying rate, 0 to -0.875."""
     for k, want in enumerate([1.0, 0.25, 0.0625]):
         if not close(first["returned"][k], want):
             fail(
@@ -123,10 +124,10 @@ def _visible(first: dict, second: dict) -> None:
             f"train(shift, ..., steps=3, lr=0.25) should take c from 0 to 0.875, got "
             f"{num(first['params'][0])}"
         )
-    if not close(second["params"][0], 1.0):
+    if not close(second["params"][0], -0.875):
         fail(
-            "train(shift, ..., steps=2, lr=0.5, lr_decay=0.5) uses the rates 0.5 and 0.375 "
-            f"and should take c from 0 to 1, got {num(second['params'][0])}"
+            "train(shift, ..., steps=2, lr=0.5, lr_decay=0.5) on a loss of gradient 1 uses\n"
+            f"the rates 0.5 and 0.375: c should go from 0 to -0.875, got {num(second['params'][0])}"
         )
 
 

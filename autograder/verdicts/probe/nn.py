@@ -48,8 +48,9 @@ def op_module(
     zero_grad: bool = False,
 ) -> dict:
     """Build a module with the notebook's classes (``build`` is an expression such as
-    "Neuron(3, nonlin=False)"), describe its parameters() (called twice), set their data
-    to ``weights`` in parameters() order, then for each run call it on x (Values when
+    "Neuron(3, nonlin=False)"), describe its parameters() (called twice: whether the first
+    answer is a list or tuple, the counts, Values only, each once), set their data to
+    ``weights`` in parameters() order, then for each run call it on x (Values when
     ``as_values``), backpropagate from output ``i`` and return outputs and gradients.
     ``layout`` names attribute expressions ("m.w", "m.b") whose Values, flattened, are
     compared with the order of parameters(); ``zero_grad`` calls it at the end."""
@@ -62,6 +63,7 @@ def op_module(
         return {"parameters": short_repr(first)}
     again = list(module.parameters())
     info = {
+        "listed": isinstance(first, (list, tuple)),
         "count": len(params),
         "again": len(again),
         "not_values": [
