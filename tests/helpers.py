@@ -143,15 +143,22 @@ def verdict_of(
     seed: int = SEED,
     student: str = STUDENT,
     shown: str = "",
+    passed: set[str] | None = None,
 ):
     """The hidden test's verdict on the namespace as it is (the probe runs in a fork),
     for a submission handed in under ``student`` whose notebook showed ``shown``'s quiz
-    variant (if it says)."""
+    variant (if it says). ``passed``: the exercises the notebook's earlier cells passed,
+    as grading keeps them (``Kernel.course``); this cell's are added to it."""
     from autograder.verdicts import api as verdicts
 
+    mine = passed if passed is not None else set()
     seed = verdicts.cell_seed(seed, cell_id)
-    kernel = verdicts.Kernel(verdicts.local_ask(ns), seed, 30, student=student, shown=shown)
-    return verdicts.verdict(assignment, cell_id, kernel)
+    kernel = verdicts.Kernel(
+        verdicts.local_ask(ns), seed, 30, student=student, shown=shown, passed=lambda: set(mine)
+    )
+    result = verdicts.verdict(assignment, cell_id, kernel)
+    mine |= verdicts.passed_targets(assignment, cell_id, result, kernel)
+    return result
 
 
 def failing_cells(
@@ -171,6 +178,7 @@ def failing_cells(
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
+    passed: set[str] = set()
     with lesson_path(assignment, shown or student):
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or is_demo(cell):
@@ -182,7 +190,9 @@ def failing_cells(
                 if visible or not is_test_cell(cell):
                     failed[grade_id(cell) or f"cell {i}"] = str(exc)
             if is_test_cell(cell) and not visible:
-                result = verdict_of(ns, assignment, grade_id(cell), seed, student, shown)
+                result = verdict_of(
+                    ns, assignment, grade_id(cell), seed, student, shown, passed=passed
+                )
                 if not result.passed:
                     failed[grade_id(cell)] = result.message
             if first and failed:
