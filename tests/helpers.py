@@ -200,6 +200,33 @@ def failing_cells(
     return failed
 
 
+def departed(nb: nbformat.NotebookNode, departures, name: str) -> nbformat.NotebookNode:
+    """``nb`` with the changes of the departure ``name`` (``departures``: rows of (name,
+    [(old, new)...], the test cell that must fail))."""
+    (changes,) = [d[1] for d in departures if d[0] == name]
+    for old, new in changes:
+        nb = mutate(nb, old, new)
+    return nb
+
+
+def hidden_failure(nb: nbformat.NotebookNode, assignment: str, cell: str) -> str:
+    """The message of the hidden test of ``cell`` on the notebook's work, which it must
+    fail, in lines under 90 characters."""
+    result = verdict_of(run_cells(nb, assignment, tests=False), assignment, cell)
+    assert not result.passed
+    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
+    return result.message
+
+
+def assert_visible_and_hidden_fail(nb: nbformat.NotebookNode, assignment: str, cell: str) -> None:
+    """The visible check of ``cell`` fails (its message short), and so does its hidden
+    test, on the notebook's own definitions."""
+    seen = failing_cells(nb, assignment, visible=True)
+    assert cell in seen, seen
+    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
+    hidden_failure(nb, assignment, cell)
+
+
 # ---- real nbgrader in a scratch course ---------------------------------------------------
 
 
