@@ -143,15 +143,22 @@ def verdict_of(
     seed: int = SEED,
     student: str = STUDENT,
     shown: str = "",
+    passed: set[str] | None = None,
 ):
     """The hidden test's verdict on the namespace as it is (the probe runs in a fork),
     for a submission handed in under ``student`` whose notebook showed ``shown``'s quiz
-    variant (if it says)."""
+    variant (if it says). ``passed``: the exercises the notebook's earlier cells passed,
+    as grading keeps them (``Kernel.course``); this cell's are added to it."""
     from autograder.verdicts import api as verdicts
 
+    mine = passed if passed is not None else set()
     seed = verdicts.cell_seed(seed, cell_id)
-    kernel = verdicts.Kernel(verdicts.local_ask(ns), seed, 30, student=student, shown=shown)
-    return verdicts.verdict(assignment, cell_id, kernel)
+    kernel = verdicts.Kernel(
+        verdicts.local_ask(ns), seed, 30, student=student, shown=shown, passed=lambda: set(mine)
+    )
+    result = verdicts.verdict(assignment, cell_id, kernel)
+    mine |= verdicts.passed_targets(assignment, cell_id, result, kernel)
+    return result
 
 
 def failing_cells(
@@ -171,6 +178,7 @@ def failing_cells(
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
+    passed: set[str] = set()
     with lesson_path(assignment, shown or student):
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or is_demo(cell):
@@ -182,12 +190,41 @@ def failing_cells(
                 if visible or not is_test_cell(cell):
                     failed[grade_id(cell) or f"cell {i}"] = str(exc)
             if is_test_cell(cell) and not visible:
-                result = verdict_of(ns, assignment, grade_id(cell), seed, student, shown)
+                result = verdict_of(
+                    ns, assignment, grade_id(cell), seed, student, shown, passed=passed
+                )
                 if not result.passed:
                     failed[grade_id(cell)] = result.message
             if first and failed:
                 break
     return failed
+
+
+def departed(nb: nbformat.NotebookNode, departures, name: str) -> nbformat.NotebookNode:
+    """``nb`` with the changes of the departure ``name`` (``departures``: rows of (name,
+    [(old, new)...], the test cell that must fail))."""
+    (changes,) = [d[1] for d in departures if d[0] == name]
+    for old, new in changes:
+        nb = mutate(nb, old, new)
+    return nb
+
+
+def hidden_failure(nb: nbformat.NotebookNode, assignment: str, cell: str) -> str:
+    """The message of the hidden test of ``cell`` on the notebook's work, which it must
+    fail, in lines under 90 characters."""
+    result = verdict_of(run_cells(nb, assignment, tests=False), assignment, cell)
+    assert not result.passed
+    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
+    return result.message
+
+
+def assert_visible_and_hidden_fail(nb: nbformat.NotebookNode, assignment: str, cell: str) -> None:
+    """The visible check of ``cell`` fails (its message short), and so does its hidden
+    test, on the notebook's own definitions."""
+    seen = failing_cells(nb, assignment, visible=True)
+    assert cell in seen, seen
+    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
+    hidden_failure(nb, assignment, cell)
 
 
 # ---- real nbgrader in a scratch course ---------------------------------------------------

@@ -780,6 +780,144 @@ class Neuron(Module):
 """
 
 
+# In PyTorch's style: Module.__call__ runs forward(), and each module calls forward() of
+# the modules inside it. A Layer that calls forward() on its neurons works on its own
+# Neuron only: the course's has no forward().
+FORWARD_MODULE_NEURON = """\
+class Module:
+    def __call__(self, *args):
+        return self.forward(*args)
+
+    def parameters(self):
+        return []
+
+    def zero_grad(self):
+        for p in self.parameters():
+            p.grad = 0.0
+
+
+class Neuron(Module):
+    def __init__(self, nin, nonlin=True):
+        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = Value(0.0)
+        self.nonlin = nonlin
+
+    def forward(self, x):
+        act = dot(self.w, x, self.b)
+        return act.relu() if self.nonlin else act
+
+    def parameters(self):
+        return [*self.w, self.b]
+"""
+
+FORWARD_LAYER_MLP = """\
+class Layer(Module):
+    def __init__(self, nin, nout, **kwargs):
+        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+
+    def forward(self, x):
+        outs = [neuron.forward(x) for neuron in self.neurons]
+        return outs[0] if len(outs) == 1 else outs
+
+    def parameters(self):
+        return [p for neuron in self.neurons for p in neuron.parameters()]
+
+
+class MLP(Module):
+    def __init__(self, nin, nouts):
+        sizes = [nin] + list(nouts)
+        self.layers = [
+            Layer(sizes[i], sizes[i + 1], nonlin=i < len(nouts) - 1) for i in range(len(nouts))
+        ]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def parameters(self):
+        return [p for layer in self.layers for p in layer.parameters()]
+"""
+
+FORWARD_LINEAR_SEQUENTIAL = """\
+class Linear(Module):
+    def __init__(self, nin, nout):
+        bound = 1 / math.sqrt(nin)
+        self.weight = [[Value(random.uniform(-bound, bound)) for _ in range(nin)]
+                       for _ in range(nout)]
+        self.bias = [Value(random.uniform(-bound, bound)) for _ in range(nout)]
+
+    def forward(self, x):
+        return [dot(row, x, b) for row, b in zip(self.weight, self.bias)]
+
+    def parameters(self):
+        return [w for row in self.weight for w in row] + list(self.bias)
+
+
+class Sequential(Module):
+    def __init__(self, *layers):
+        self.layers = layers
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def parameters(self):
+        return [p for layer in self.layers for p in layer.parameters()]
+"""
+
+# A tutorial's Linear that squashes its outputs, under a right Sequential.
+RELU_LINEAR_SEQUENTIAL = """\
+class Linear(Module):
+    def __init__(self, nin, nout):
+        bound = 1 / math.sqrt(nin)
+        self.weight = [[Value(random.uniform(-bound, bound)) for _ in range(nin)]
+                       for _ in range(nout)]
+        self.bias = [Value(random.uniform(-bound, bound)) for _ in range(nout)]
+
+    def __call__(self, x):
+        return [dot(row, x, b).relu() for row, b in zip(self.weight, self.bias)]
+
+    def parameters(self):
+        return [w for row in self.weight for w in row] + list(self.bias)
+
+
+class Sequential(Module):
+    def __init__(self, *modules):
+        self.modules = list(modules)
+
+    def __call__(self, x):
+        for module in self.modules:
+            x = module(x)
+        return x
+
+    def parameters(self):
+        return [p for module in self.modules for p in module.parameters()]
+"""
+
+# A tutorial's Module without zero_grad(): its training loop zeroes the grads itself.
+MLP_ZERO_GRAD_MODULE_NEURON = """\
+class Module:
+    def parameters(self):
+        return []
+
+
+class Neuron(Module):
+    def __init__(self, nin, nonlin=True):
+        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = Value(0.0)
+        self.nonlin = nonlin
+
+    def __call__(self, x):
+        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+        return act.relu() if self.nonlin else act
+
+    def parameters(self):
+        return self.w + [self.b]
+"""
+
+
 # ---- lesson 1: a __pow__ body pasted into the stub -----------------------------------------
 
 POW_OTHER_BODY = """\

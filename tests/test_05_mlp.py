@@ -11,17 +11,19 @@ run in full.
 
 import matplotlib
 import nbformat
+import pasted_engines as pe
 import pytest
 from helpers import (
     SOURCE,
     assert_blank_fails_each,
+    assert_visible_and_hidden_fail,
+    departed,
     failing_cells,
     grade_class,
     grade_id,
+    hidden_failure,
     mutate,
     read,
-    run_cells,
-    verdict_of,
 )
 
 matplotlib.use("Agg")  # the notebook draws figures; no window while testing
@@ -424,22 +426,11 @@ DEPARTURES = [
 ]
 
 
-def departed(nb, name: str):
-    (changes,) = [d[1] for d in DEPARTURES if d[0] == name]
-    for old, new in changes:
-        nb = mutate(nb, old, new)
-    return nb
-
-
 @pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
 def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
     """The visible check fails the exercise (its message short), and so does its hidden
     test, on the notebook's own definitions."""
-    nb = graded_only(departed(solution, name))
-    seen = failing_cells(nb, A, visible=True)
-    assert cell in seen, seen
-    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
-    hidden_message(nb, cell)
+    assert_visible_and_hidden_fail(graded_only(departed(solution, DEPARTURES, name)), A, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
@@ -449,10 +440,7 @@ def bug(name: str) -> tuple[str, str]:
 
 def hidden_message(nb, cell: str) -> str:
     """The message of the hidden test of ``cell`` on the notebook's work."""
-    result = verdict_of(run_cells(graded_only(nb), A, tests=False), A, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
+    return hidden_failure(graded_only(nb), A, cell)
 
 
 MESSAGES = [
@@ -482,7 +470,7 @@ def broken(solution, name: str):
     """The solution with the bug or departure ``name``."""
     if any(b[0] == name for b in BUGS):
         return mutate(solution, *bug(name))
-    return departed(solution, name)
+    return departed(solution, DEPARTURES, name)
 
 
 TANH = "tanh where relu is asked"
@@ -525,18 +513,36 @@ def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, EXERCISES)
 
 
+def _pasted(nb: nbformat.NotebookNode, cells: dict[str, str]) -> nbformat.NotebookNode:
+    """``nb`` with whole solution cells replaced, as a student pasting code does."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and grade_id(cell) in cells:
+            cell.source = cells[grade_id(cell)]
+    return nb
+
+
 @pytest.mark.slow
 def test_nbgrader_grades_05_mlp(tmp_path):
+    """Real nbgrader: a bug in MLP costs MLP's half of its exercise; a Layer that calls
+    forward() on its own Neuron (which passed) is graded on that Neuron, as in the lab."""
     solution = read(SOURCE, A)
     (loop,) = [v for v in VARIANTS if v[0] == "Neuron with a loop"]
+    forward = {
+        "mlp_neuron": pe.FORWARD_MODULE_NEURON,
+        "mlp_mlp": pe.FORWARD_LAYER_MLP,
+        "mlp_linear": pe.FORWARD_LINEAR_SEQUENTIAL,
+    }
     scores, full = grade_class(
         tmp_path,
         A,
         {
             "relu_out": mutate(solution, *bug("relu on the output layer")),
             "loop": mutate(solution, *loop[1:3]),
+            "forward": _pasted(solution, forward),
         },
     )
     assert sum(full.values()) == 9
     assert scores["loop"] == full
-    assert scores["relu_out"] == {**full, MLP: 0.0}
+    assert scores["forward"] == full
+    assert scores["relu_out"] == {**full, MLP: full[MLP] / 2}  # Layer's share is earned

@@ -15,9 +15,12 @@ import pytest
 from helpers import (
     SOURCE,
     assert_blank_fails_each,
+    assert_visible_and_hidden_fail,
+    departed,
     failing_cells,
     grade_class,
     grade_id,
+    hidden_failure,
     is_demo,
     mutate,
     read,
@@ -418,22 +421,11 @@ DEPARTURES = [
 ]
 
 
-def departed(nb, name: str):
-    (changes,) = [d[1] for d in DEPARTURES if d[0] == name]
-    for old, new in changes:
-        nb = mutate(nb, old, new)
-    return nb
-
-
 @pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
 def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
     """The visible check fails the exercise (its message short), and so does its hidden
     test, on the notebook's own definitions."""
-    nb = without_demos(departed(solution, name))
-    seen = failing_cells(nb, A, visible=True)
-    assert cell in seen, seen
-    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
-    hidden_message(nb, cell)
+    assert_visible_and_hidden_fail(without_demos(departed(solution, DEPARTURES, name)), A, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
@@ -443,10 +435,7 @@ def bug(name: str) -> tuple[str, str]:
 
 def hidden_message(nb, cell: str) -> str:
     """The message of the hidden test of ``cell`` on the notebook's work."""
-    result = verdict_of(run_cells(without_demos(nb), A, tests=False), A, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
+    return hidden_failure(without_demos(nb), A, cell)
 
 
 MESSAGES = [
@@ -473,7 +462,7 @@ def broken(solution, name: str):
     """The solution with the bug or departure ``name``."""
     if any(b[0] == name for b in BUGS):
         return mutate(solution, *bug(name))
-    return departed(solution, name)
+    return departed(solution, DEPARTURES, name)
 
 
 NO_DECAY = "the rate never decays"

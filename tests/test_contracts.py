@@ -14,6 +14,7 @@ import contextlib
 import io
 
 import nbformat
+import pasted_engines as pe
 import pytest
 from helpers import (
     SOURCE,
@@ -26,54 +27,6 @@ from helpers import (
     verdict_of,
 )
 
-PASTED_CLASS = """\
-class Value:
-    def __init__(self, data, _children=(), _op="", label=""):
-        self.data = data
-        self.grad = 0
-        self._backward = lambda: None
-        self.{parents} = set(_children)
-        self._op = _op
-        self.label = label
-
-    def __add__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data + other.data, (self, other), "+")
-
-        def _backward():
-            self.grad += out.grad
-            other.grad += out.grad
-
-        out._backward = _backward
-        return out
-
-    def __mul__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data * other.data, (self, other), "*")
-
-        def _backward():
-            self.grad += other.data * out.grad
-            other.grad += self.data * out.grad
-
-        out._backward = _backward
-        return out
-
-    def backward(self):
-        order, seen = [], set()
-
-        def visit(v):
-            if v not in seen:
-                seen.add(v)
-                for child in v.{parents}:
-                    visit(child)
-                order.append(v)
-
-        visit(self)
-        self.grad = 1
-        for v in reversed(order):
-            v._backward()
-"""
-
 # (assignment, exercise's test cell, departure, [(old, new) in the solution cells],
 #  words the visible and the hidden message must both contain)
 DEPARTURES = [
@@ -81,7 +34,7 @@ DEPARTURES = [
         "01_value",
         "value_test_add_mul",
         "a class pasted whole that keeps parents in _children, with its own backward()",
-        [("@class", PASTED_CLASS.format(parents="_children"))],
+        [("@class", pe.CHILDREN_VALUE)],
         "_prev",
     ),
     (

@@ -101,8 +101,6 @@ TANH, RELU, EXPLOG, NEURON3 = (
 M = "05_mlp"
 NEURON, MLP, LINEAR = "mlp_test_neuron", "mlp_test_mlp", "mlp_test_linear"
 
-NO_PARTIAL = "issue 29: lesson 5 credits no share of an exercise yet"
-
 ENGINES = [
     Engine(
         "lecture class",
@@ -261,9 +259,6 @@ ENGINES = [
             LINEAR: FULL,
         },
         "Layer(nin, nout, **kwargs) that builds Neuron(nin): relu where nonlin=False",
-        {
-            (MLP, "score"): NO_PARTIAL,
-        },
     ),
     Engine(
         "Layer without keyword arguments",
@@ -276,7 +271,6 @@ ENGINES = [
             LINEAR: FULL,
         },
         "the lecture's Layer(nin, nout), which takes no nonlin, under the lessons' MLP",
-        {(MLP, "score"): NO_PARTIAL},
     ),
     Engine(
         "tanh Neuron",
@@ -296,9 +290,56 @@ ENGINES = [
             LINEAR: FULL,
         },
         "the lecture's Neuron, squashing with tanh where relu is asked",
+    ),
+    Engine(
+        "forward() nn",
+        M,
         {
-            (NEURON, "score"): NO_PARTIAL,
+            "mlp_neuron": pe.FORWARD_MODULE_NEURON,
+            "mlp_mlp": pe.FORWARD_LAYER_MLP,
+            "mlp_linear": pe.FORWARD_LINEAR_SEQUENTIAL,
         },
+        # a Layer calling forward() on its neurons runs on the student's Neuron (it passed)
+        {NEURON: FULL, MLP: FULL, LINEAR: FULL},
+        "PyTorch's style: Module.__call__ runs forward(), modules call forward() inside",
+    ),
+    Engine(
+        "Linear with relu",
+        M,
+        {
+            "mlp_neuron": pe.REPO_MODULE_NEURON,
+            "mlp_mlp": pe.REPO_LAYER_MLP,
+            "mlp_linear": pe.RELU_LINEAR_SEQUENTIAL,
+        },
+        {
+            NEURON: FULL,
+            MLP: FULL,
+            # Sequential is right (checked on the course's Linear): half the exercise
+            LINEAR: Expect(
+                credit=0.5,
+                visible_fails=True,
+                must=("a Linear has no", "credited: `Sequential`"),
+                must_not=(ORDER,),
+            ),
+        },
+        "a Linear that applies relu, under a right Sequential",
+    ),
+    Engine(
+        "Module without zero_grad",
+        M,
+        {"mlp_neuron": pe.MLP_ZERO_GRAD_MODULE_NEURON, "mlp_mlp": pe.REPO_LAYER_MLP},
+        {
+            # parameters() and Neuron are right (Neuron checked on the course's zero_grad)
+            NEURON: Expect(
+                credit=2 / 3,
+                visible_fails=True,
+                must=("zero_grad", "credited: `Module.parameters`, `Neuron`"),
+                visible_must=("zero_grad",),
+            ),
+            MLP: FULL,
+            LINEAR: FULL,
+        },
+        "a tutorial's Module with parameters() only",
     ),
 ]
 
@@ -334,6 +375,7 @@ def graded(name: str) -> Graded:
     nb = pasted(engine)
     course_engine = verdicts.engine_code(engine.assignment)
     ns: dict = {"__name__": "__main__"}
+    passed: set[str] = set()  # the exercises passed so far, as grading keeps them
     result = Graded({}, {})
     with lesson_path(engine.assignment):
         for i, cell in enumerate(nb.cells):
@@ -352,7 +394,7 @@ def graded(name: str) -> Graded:
                 result.visible[grade_id(cell)] = error
                 if grade_id(cell) in engine.expect:
                     result.hidden[grade_id(cell)] = verdict_of(
-                        ns, engine.assignment, grade_id(cell)
+                        ns, engine.assignment, grade_id(cell), passed=passed
                     )
     return result
 

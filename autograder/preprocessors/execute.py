@@ -103,6 +103,7 @@ class GuardedExecute(Execute):
             c.metadata["nbgrader"]["grade_id"] for c in nb.cells if verdicts.is_test_cell(c)
         )
         self._deferred: list[tuple[int, object]] = []
+        self._passed: set[str] = set()  # exercises the student's code passed (Kernel.course)
         isolation = sandboxing.isolation_for(self._limits.sandbox)
         self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
         RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
@@ -322,10 +323,12 @@ class GuardedExecute(Execute):
             self._still_pending,
             student=self._student,
             shown=self._shown,
+            passed=lambda: set(self._passed),
         )
         result = verdicts.verdict(self._assignment, gid, kernel)
         if self._probe_lost:
             return None
+        self._passed |= verdicts.passed_targets(self._assignment, gid, result, kernel)
         if result.grader_error:
             self._event("grader", index, cell)
         if result.flag:

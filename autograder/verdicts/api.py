@@ -102,7 +102,8 @@ class Kernel:
     with every request: a problem set's course engine (``verdict`` sets it), which is no
     exercise of the set. ``student`` is the id the submission was handed in under (a quiz
     grades that id's variant); ``shown`` the id its notebook showed, when it says (an
-    untrusted hint, only ever used to explain a wrong answer)."""
+    untrusted hint, only ever used to explain a wrong answer). ``passed()`` names the
+    exercises whose tests the student's code has passed (``course``)."""
 
     def __init__(
         self,
@@ -112,6 +113,7 @@ class Kernel:
         pending: Callable[[], set[str]] = set,
         student: str = "",
         shown: str = "",
+        passed: Callable[[], set[str]] = set,
     ):
         self.student = student
         self.shown = shown
@@ -125,6 +127,16 @@ class Kernel:
         # Targets of this cell whose own part of the test is over (``shares``): the
         # course's code for them may go into the kernel for the parts that follow.
         self.done: set[str] = set()
+        self.passed = passed
+        self.ok: set[str] = set()  # targets of this cell whose part passed (``shares``)
+
+    def course(self, *given: Given) -> tuple[Given, ...]:
+        """What of the course's code for earlier exercises a test needs: none for an
+        exercise the student's code has passed (its own test, or its part of this one),
+        so that code built on it runs on the student's, as it does in the lab; the
+        course's for the rest, so that a bug costs only the exercise that has it."""
+        mine = self.passed() | self.ok
+        return tuple(g for g in given if g.target not in mine)
 
     def run(self, op: str, *, given: Sequence[Given] = (), what: str = "your code", **args):
         """The probe's answer to ``op`` with ``args``; a timeout, crash or error becomes a
@@ -172,6 +184,17 @@ def local_ask(ns: dict) -> Callable[[dict], dict]:
         return answers.open_reply(runtime.KEY, request["nonce"], [reply], None)
 
     return ask
+
+
+def passed_targets(assignment: str, grade_id: str, result: Verdict, kernel: Kernel) -> set[str]:
+    """The exercises a cell's verdict shows the student's code right in (for
+    ``Kernel.course``): all it grades when it passed, else those of its parts that passed;
+    none when the verdict is flagged."""
+    if result.flag:
+        return set()
+    if result.passed:
+        return set(exercise_targets(assignment).get(grade_id, ()))
+    return set(kernel.ok)
 
 
 def cell_seed(seed: int, grade_id: str) -> int:

@@ -7,9 +7,12 @@ every parameter and input. Before that, parameters() must be a list of the modul
 Values, in the lesson's order where the lesson's attributes (w, b, neurons, layers,
 weight, bias) show it. A wrong output names a cause only on its evidence: every output
 of that module is what the slip would give (relu where a linear output was asked, tanh
-where relu is). Layers and MLPs are built on the course's Module and Neuron
-(``Given``), so only the exercise under test counts. The losses and the training loop
-are lesson 5b's (05_training.py).
+where relu is). Within an exercise each class (each of Module's two methods) earns
+its share of the points (``shares``). Code built on an earlier exercise runs on the
+student's version of it once that has passed its test or part (as in the lab), else on
+the course's (``Given``, ``Kernel.course``): a Neuron on Module, a Layer on Neuron, an
+MLP on Layer, a Sequential on Linear. So only the exercise that has a bug loses points.
+The losses and the training loop are lesson 5b's (05_training.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from .common import Given, Kernel, RefValue, close, fail, num, ref_nn
+from .common import Given, Kernel, Part, RefValue, close, fail, num, ref_nn, shares
 from .lessons import lesson_engine
 
 ENGINE = lesson_engine("05_mlp", "Value", "dot")  # the course's lessons 1 to 3, when graded
@@ -47,6 +50,40 @@ class Neuron(Module):
 
     def parameters(self):
         return [*self.w, self.b]
+""",
+)
+LAYER = Given(
+    "Layer",
+    "Layer",
+    """
+class Layer(Module):
+    def __init__(self, nin, nout, **kwargs):
+        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+
+    def __call__(self, x):
+        outs = [n(x) for n in self.neurons]
+        return outs[0] if len(outs) == 1 else outs
+
+    def parameters(self):
+        return [p for n in self.neurons for p in n.parameters()]
+""",
+)
+LINEAR = Given(
+    "Linear",
+    "Linear",
+    """
+class Linear(Module):
+    def __init__(self, nin, nout):
+        bound = 1 / math.sqrt(nin)
+        self.weight = [[Value(random.uniform(-bound, bound)) for _ in range(nin)]
+                       for _ in range(nout)]
+        self.bias = [Value(random.uniform(-bound, bound)) for _ in range(nout)]
+
+    def __call__(self, x):
+        return [dot(row, x, b) for row, b in zip(self.weight, self.bias)]
+
+    def parameters(self):
+        return [w for row in self.weight for w in row] + list(self.bias)
 """,
 )
 
@@ -254,12 +291,33 @@ def _compare_run(build: str, ref, run: dict, got: dict, named: Sequence[str]) ->
 
 
 def neuron(kernel: Kernel) -> None:
-    """Module's defaults, then neurons of several sizes, relu or linear."""
-    base = kernel.run("module_base", value="Value", module="Module", what="Module")
+    """Module's parameters(), its zero_grad(), then neurons of several sizes, relu or
+    linear: each of the three for its share of the points."""
+    answers: list[dict] = []
+
+    def base() -> dict:  # one run of the kernel for both of Module's methods
+        if not answers:
+            answers.append(kernel.run("module_base", value="Value", module="Module", what="Module"))
+        return answers[0]
+
+    shares(
+        kernel,
+        [
+            Part("`Module.parameters`", ("Module.parameters",), lambda: _module_parameters(base())),
+            Part("`Module.zero_grad`", ("Module.zero_grad",), lambda: _module_zero_grad(base())),
+            Part("`Neuron`", ("Neuron",), lambda: _neuron_builds(kernel)),
+        ],
+    )
+
+
+def _module_parameters(base: dict) -> None:
     if "parameters_failed" in base:
         fail(f"Module().parameters() raised {base['parameters_failed']}")
     if base["parameters"] != []:
         fail(f"Module().parameters() should be an empty list, got {num(base['parameters'])}")
+
+
+def _module_zero_grad(base: dict) -> None:
     if "zero_grad_failed" in base:
         fail(f"zero_grad() raised {base['zero_grad_failed']}")
     if base["grads"] != [0.0, 0.0]:
@@ -269,6 +327,9 @@ def neuron(kernel: Kernel) -> None:
         )
     if base["data"] != [1.5, -2.0]:
         fail("zero_grad() should change only the grads: it changed a parameter's data")
+
+
+def _neuron_builds(kernel: Kernel) -> None:
     for nin, nonlin in [(3, True), (1, True), (2, False), (5, True), (4, False), (16, True)]:
         build = f"Neuron({nin})" if nonlin else f"Neuron({nin}, nonlin=False)"
         ref = ref_nn.Neuron(nin, nonlin=nonlin, rng=kernel.rng.randrange(10**6))
@@ -278,6 +339,7 @@ def neuron(kernel: Kernel) -> None:
             ref,
             nin,
             rounds=6,
+            given=kernel.course(*MODULE),
             layout=["m.w", "m.b"],
             layout_labels=[f"w[{j}]" for j in range(nin)] + ["b"],
             zero_grad=True,
@@ -308,10 +370,18 @@ MLP_LINEAR = "no relu between layers: every layer but the last should use relu"
 
 
 def mlp(kernel: Kernel) -> None:
-    """Layers (one output: a Value; several: a list) and MLPs of several shapes, built on
-    the course's Module and Neuron."""
-    rng = kernel.rng
-    given = [*MODULE, NEURON]
+    """Layers, then MLPs, each for half the points."""
+    shares(
+        kernel,
+        [
+            Part("`Layer`", ("Layer",), lambda: _layers(kernel)),
+            Part("`MLP`", ("MLP",), lambda: _mlps(kernel)),
+        ],
+    )
+
+
+def _layers(kernel: Kernel) -> None:
+    """One output: a Value; several: a list."""
     for nin, nout, nonlin in [
         (3, 4, True),
         (3, 1, True),
@@ -320,18 +390,22 @@ def mlp(kernel: Kernel) -> None:
         (5, 2, True),
     ]:
         build = f"Layer({nin}, {nout})" if nonlin else f"Layer({nin}, {nout}, nonlin=False)"
-        ref = ref_nn.Layer(nin, nout, rng=rng.randrange(10**6), nonlin=nonlin)
+        ref = ref_nn.Layer(nin, nout, rng=kernel.rng.randrange(10**6), nonlin=nonlin)
         check_module(
             kernel,
             build,
             ref,
             nin,
-            given=given,
+            given=kernel.course(*MODULE, NEURON),
             layout=["[[n.w, n.b] for n in m.neurons]"],
             layout_labels=_neuron_labels(ref, ""),
             order_text=ORDER_TEXT,
             causes=[] if nonlin else [(lambda x, r=ref: _relu(_outputs(r, x)), LAYER_RELU)],
         )
+
+
+def _mlps(kernel: Kernel) -> None:
+    """MLPs of several shapes."""
     for nin, nouts in [
         (3, [4, 4, 1]),
         (2, [16, 16, 1]),
@@ -340,7 +414,7 @@ def mlp(kernel: Kernel) -> None:
         (1, [5, 1]),
         (4, [6, 3, 1]),
     ]:
-        ref = ref_nn.MLP(nin, nouts, rng=rng.randrange(10**6))
+        ref = ref_nn.MLP(nin, nouts, rng=kernel.rng.randrange(10**6))
         causes = [(lambda x, r=ref: _relu(_outputs(r, x)), MLP_RELU)]
         if len(nouts) > 1:
             causes.append((_linear(ref), MLP_LINEAR))
@@ -350,7 +424,7 @@ def mlp(kernel: Kernel) -> None:
             ref,
             nin,
             rounds=6,
-            given=given,
+            given=kernel.course(*MODULE, NEURON, LAYER),
             layout=["[[[n.w, n.b] for n in l.neurons] for l in m.layers]"],
             layout_labels=[
                 label
@@ -393,25 +467,38 @@ LINEAR_RELU = f"{RELU_OUT}: a Linear has no activation; ReLU() is a module of it
 
 
 def linear(kernel: Kernel) -> None:
-    """Linear layers (always a list out; weights row by row, then biases) and Sequential,
-    on the course's Module."""
-    rng = kernel.rng
+    """Linear layers, then Sequentials, each for half the points."""
+    shares(
+        kernel,
+        [
+            Part("`Linear`", ("Linear",), lambda: _linears(kernel)),
+            Part("`Sequential`", ("Sequential",), lambda: _sequentials(kernel)),
+        ],
+    )
+
+
+def _linears(kernel: Kernel) -> None:
+    """Always a list out; weights row by row, then biases."""
     for nin, nout in [(2, 3), (3, 1), (1, 4), (5, 2)]:
-        ref = ref_nn.Linear(nin, nout, rng=rng.randrange(10**6))
+        ref = ref_nn.Linear(nin, nout, rng=kernel.rng.randrange(10**6))
         check_module(
             kernel,
             f"Linear({nin}, {nout})",
             ref,
             nin,
-            given=MODULE,
+            given=kernel.course(*MODULE),
             count_text=f"{nout * nin} weights and {nout} biases",
             layout=["m.weight", "m.bias"],
             layout_labels=[f"weight[{r}][{c}]" for r in range(nout) for c in range(nin)]
             + [f"bias[{i}]" for i in range(nout)],
             causes=[(lambda x, r=ref: _relu(_outputs(r, x)), LINEAR_RELU)],
         )
+
+
+def _sequentials(kernel: Kernel) -> None:
+    """Sequentials of Linears and the given activations, nested too."""
     for build, parts, nin in SEQUENTIALS:
-        r = random.Random(rng.randrange(10**6))
+        r = random.Random(kernel.rng.randrange(10**6))
         made = {
             "L": lambda a, b, r=r: ref_nn.Linear(a, b, rng=r),
             "R": ref_nn.ReLU,
@@ -422,12 +509,16 @@ def linear(kernel: Kernel) -> None:
             ref = ref_nn.Sequential(inner, made["L"](3, 2))
         else:
             ref = ref_nn.Sequential(*(eval(p, made) for p in parts))
-        check_module(kernel, build, ref, nin, given=MODULE)
+        check_module(kernel, build, ref, nin, given=kernel.course(*MODULE, LINEAR))
 
 
 # What each test grades, as ``Given`` targets name it: the course's code for these is sent
 # to the kernel only once the test has run (verdicts.Deferred).
-EXERCISES = {"mlp_test_neuron": ("Module.parameters", "Module.zero_grad", "Neuron")}
+EXERCISES = {
+    "mlp_test_neuron": ("Module.parameters", "Module.zero_grad", "Neuron"),
+    "mlp_test_mlp": ("Layer", "MLP"),
+    "mlp_test_linear": ("Linear", "Sequential"),
+}
 
 TESTS = {
     "mlp_test_neuron": neuron,

@@ -472,13 +472,16 @@ def shares(kernel: Kernel, parts: Sequence[Part]) -> None:
     """Run every part's checks and credit each part that passes its share of the points:
     a correct function never loses points for another. Parts run in order, and once a
     part is over the course's code for its targets may be given to the parts after it
-    (``Kernel.done``): a function built on its sibling is checked on the course's."""
+    (``Kernel.done``): a function built on a sibling that failed is checked on the
+    course's, one built on a sibling that passed on the student's (``Kernel.course``)."""
     failures: list[tuple[Part, GradingFailure]] = []
     for part in parts:
         try:
             part.check()
         except GradingFailure as exc:
             failures.append((part, exc))
+        else:
+            kernel.ok.update(part.targets)
         kernel.done.update(part.targets)
     if not failures:
         return
