@@ -48,6 +48,7 @@ from .history import Entry, History, known_keys, refuse
 from .settings import Watch
 
 WATCH_FOLDER = "watch"
+ATTEMPTS = 3  # cycles a submission whose grade was not recorded is tried in, per start
 
 
 def _now() -> str:
@@ -98,6 +99,7 @@ class Watcher:
         }
         # Work left by an earlier run: received, or graded but not what the gradebook holds.
         self.pending: set[tuple[str, str]] = set()
+        self.attempts: dict[tuple[str, str], int] = {}
         for path in (self.folder / "history").glob("*/*.json"):
             self.pending.add((path.parent.name, path.stem))
 
@@ -120,6 +122,15 @@ class Watcher:
         return report
 
     def _take_arrivals(self, report: CycleReport) -> None:
+        for source, folder in (("exchange", self.inbound), ("inbox", self.inbox)):
+            for name in inbound.odd_names(folder):
+                key = f"{source}/{name}"
+                if key not in self.known:
+                    why = "not a submission folder named <student>+<assignment>+<time>"
+                    refuse(self.folder, key, _now(), why)
+                    self.known.add(key)
+                    report.refused.append(key)
+                    self.log(f"refused {key}: {why}")
         arrivals = inbound.scan(self.inbound, "exchange") + inbound.scan(self.inbox, "inbox")
         for arrival in sorted(arrivals, key=lambda a: (a.submitted, a.key)):
             if arrival.key in self.known:
@@ -213,7 +224,8 @@ class Watcher:
             record = self.course.read_record(student, assignment)
             dest = self.course.submitted / student / assignment
             if not record or record.get("submission_digest") != folder_digest(dest):
-                continue  # not recorded: still received, the next cycle tries again
+                self._not_recorded(student, assignment)  # still received: tried again
+                continue
             history = History(self.folder, student, assignment)
             mine = history.find(entry.key)
             mine.status = "graded"
@@ -241,6 +253,19 @@ class Watcher:
                 "the best one goes back into the gradebook"
             )
         self.log(f"cycle done in {time.monotonic() - started:.1f} s")
+
+    def _not_recorded(self, student: str, assignment: str) -> None:
+        """A submission whose grade was not recorded is tried in the next cycles, up to
+        ``ATTEMPTS`` times; then it waits for the next start of the watcher."""
+        tries = self.attempts[(student, assignment)] = (
+            self.attempts.get((student, assignment), 0) + 1
+        )
+        if tries >= ATTEMPTS:
+            self.pending.discard((student, assignment))
+            self.log(
+                f"{student}/{assignment} could not be graded in {tries} attempts (see above); "
+                "it stays received and is tried again when the watcher restarts"
+            )
 
     # ---- feedback ----------------------------------------------------------------------------
 
