@@ -266,7 +266,9 @@ def test_policy_best_keeps_the_best_in_the_gradebook_and_the_page_shows_points_a
 @pytest.mark.slow
 def test_kill_9_in_the_middle_of_grading_loses_no_submission(tmp_path):
     course = course_at(tmp_path / "course")
-    drop(course, "ada", solution())
+    slow = solution()  # its grading lasts long enough to be killed in the middle
+    slow.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(8)"))
+    drop(course, "ada", slow)
     log = tmp_path / "watch.log"
     env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "autograder", "watch", "--course", str(course.path)]

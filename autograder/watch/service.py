@@ -216,6 +216,7 @@ class Watcher:
             report.failures.append(failure)
             self.log(f"grader failure: {failure}")
         restage = []
+        done: list[tuple[str, str, History, Entry]] = []
         for (student, assignment), entry in todo.items():
             if entry.status == "graded":  # the counting one, graded again for the gradebook
                 self.pending.discard((student, assignment))
@@ -242,11 +243,12 @@ class Watcher:
                 f"graded {student}/{assignment}: {mine.score:g}/{mine.max_score:g} in "
                 f"{mine.seconds or 0:.1f} s ({mine.note or 'no problems'})"
             )
-            self._feedback(student, assignment, history, mine, report)
+            done.append((student, assignment, history, mine))
             if counting is not mine:
                 restage.append((student, assignment))
             else:
                 self.pending.discard((student, assignment))
+        self._feedback(done, report)
         if restage:
             self.log(
                 f"{len(restage)} submission(s) scored less than an earlier one: "
@@ -269,38 +271,56 @@ class Watcher:
 
     # ---- feedback ----------------------------------------------------------------------------
 
-    def _feedback(
-        self, student: str, assignment: str, history: History, entry: Entry, report: CycleReport
-    ) -> None:
+    def _feedback(self, done: list[tuple[str, str, History, Entry]], report: CycleReport) -> None:
+        """Each graded submission's pages, at its assignment's level, then released. The
+        usual pages are made by ``feedback`` (nbgrader's generate_feedback), an
+        assignment's at once on all cores; early pages straight from the graded notebook."""
         from ..feedback.pages import feedback
 
-        made = feedback(
-            [assignment],
-            [student],
-            root=self.course.root,
-            db_url=self.course.db_url,
-            jobs=1,
-            force=True,
-        )
-        for failure in made.failures + made.problems:
-            report.failures.append(failure)
-            self.log(f"feedback for {student}/{assignment}: {failure}")
-        folder = self.course.feedback / student / assignment
-        level = self.level(assignment)
-        points = level == "all"
-        section = early.history_section(history.entries, points)
-        graded = self.course.autograded / student / assignment
-        for page in sorted(folder.glob("*.html")):
-            if not points:
-                notebook = graded / f"{page.stem}.ipynb"
-                text = early.early_page(
-                    notebook if notebook.is_file() else None, level, student, assignment, entry
+        for assignment in sorted({a for _, a, _, _ in done}):
+            level = self.level(assignment)
+            mine = [(s, h, e) for s, a, h, e in done if a == assignment]
+            if level == "all":
+                made = feedback(
+                    [assignment],
+                    [s for s, _, _ in mine],
+                    root=self.course.root,
+                    db_url=self.course.db_url,
+                    jobs=self.jobs,
+                    force=True,
                 )
-            else:
+                for failure in made.failures + made.problems:
+                    report.failures.append(failure)
+                    self.log(f"feedback for {assignment}: {failure}")
+            for student, history, entry in mine:
+                self._pages(student, assignment, history, entry, level)
+                if entry.source == "exchange" and self.exchange is not None:
+                    folder = self.course.feedback / student / assignment
+                    self._release(student, assignment, folder, self.folder / entry.kept, report)
+
+    def _pages(
+        self, student: str, assignment: str, history: History, entry: Entry, level: str
+    ) -> None:
+        """The pages in feedback/<student>/<assignment>/, each ending with the history."""
+        folder = self.course.feedback / student / assignment
+        section = early.history_section(history.entries, points=level == "all")
+        if level == "all":
+            for page in sorted(folder.glob("*.html")):
                 text = page.read_text(encoding="utf-8", errors="replace")
-            page.write_text(early.with_history(text, section), encoding="utf-8")
-        if entry.source == "exchange" and self.exchange is not None:
-            self._release(student, assignment, folder, self.folder / entry.kept, report)
+                page.write_text(early.with_history(text, section), encoding="utf-8")
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        names = {p.stem for p in (self.course.source / assignment).glob("*.ipynb")}
+        for page in folder.glob("*.html"):
+            if page.stem not in names:
+                page.unlink()
+        graded = self.course.autograded / student / assignment
+        for name in sorted(names):
+            notebook = graded / f"{name}.ipynb"
+            text = early.early_page(
+                notebook if notebook.is_file() else None, level, student, assignment, entry
+            )
+            (folder / f"{name}.html").write_text(early.with_history(text, section), "utf-8")
 
     def level(self, assignment: str) -> str:
         due = self.due.get(assignment)
