@@ -49,6 +49,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/sandbox_overhead.py
 	$(PY) benchmarks/cpu_fairness.py
 	$(PY) benchmarks/grading_dask.py
+	$(PY) benchmarks/grading_on_submit.py
 
 lint: setup-test
 	$(PY) -m ruff check .
