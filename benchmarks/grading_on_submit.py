@@ -3,6 +3,7 @@ class, measured in one run.
 
     .venv/bin/python benchmarks/grading_on_submit.py            # 50 submissions
     .venv/bin/python benchmarks/grading_on_submit.py --n 20     # fewer, quicker
+    .venv/bin/python benchmarks/grading_on_submit.py --early all  # the usual pages
 
 N submissions of lesson 01_value (the solved instructor notebook; every fifth with a bug
 in one line of add, mul or pow) arrive in a burst and are graded two ways, each in a
@@ -15,8 +16,9 @@ not compared):
   (b) watch: the N in the course's inbox, named as nbgrader's exchange names them
       (`s00+01_value+<timestamp>`, settled), taken by ONE `Watcher.cycle()`: each one
       checked and archived, staged into submitted/, the same grade run, then each one's
-      feedback pages (nbgrader's generate_feedback, the early page, the history), which
-      (a) does not make.
+      feedback pages, which (a) does not make: at --early's level (c.Watch.early_default,
+      the course's default `hidden`: the early page from the graded notebook; `all`: the
+      usual page, nbgrader's generate_feedback), with the history.
 
 Printed: both times and (b)/(a) (target <= 1.1x), (b)'s parts (taking and staging,
 grading, feedback pages) and whether both gradebooks hold the same scores. The machine may
@@ -44,7 +46,7 @@ from helpers import SOURCE, ScratchCourse, gradebook_scores, mutate, notebook_pa
 
 from autograder.watch import inbound  # noqa: E402
 from autograder.watch.service import Watcher  # noqa: E402
-from autograder.watch.settings import Watch  # noqa: E402
+from autograder.watch.settings import LEVELS, Watch  # noqa: E402
 
 A = "01_value"
 BUGS = [  # one solution line each, as tests/test_watch.py plants them
@@ -111,10 +113,13 @@ def run_grade(course: ScratchCourse, jobs: int) -> float:
     return seconds
 
 
-def run_watch(course: ScratchCourse, jobs: int) -> tuple[float, TimedWatcher, list[str]]:
+def run_watch(
+    course: ScratchCourse, jobs: int, early: str
+) -> tuple[float, TimedWatcher, list[str]]:
     log = io.StringIO()
     start = time.perf_counter()
-    watcher = TimedWatcher(course.path, jobs=jobs, settings=Watch(exchange="off"), stream=log)
+    settings = Watch(exchange="off", early_default=early)
+    watcher = TimedWatcher(course.path, jobs=jobs, settings=settings, stream=log)
     report = watcher.cycle()
     seconds = time.perf_counter() - start
     if report.failures or report.refused:
@@ -127,12 +132,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="submissions in the burst")
     parser.add_argument("--jobs", type=int, default=2, help="workers, both ways")
+    parser.add_argument("--early", choices=LEVELS, default="hidden", help="pages' level")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="submit-bench-"))
     print(
-        f"{args.n} submissions of {A}, {args.jobs} workers; {len(os.sched_getaffinity(0))} "
-        f"cores; load average {os.getloadavg()[0]:.1f}; scratch {work}"
+        f"{args.n} submissions of {A}, {args.jobs} workers, pages at level {args.early}; "
+        f"{len(os.sched_getaffinity(0))} cores; load average {os.getloadavg()[0]:.1f}; "
+        f"scratch {work}"
     )
     try:
         import autograder.feedback.pages
@@ -153,7 +160,7 @@ def main() -> None:
 
         plain = run_grade(graded, args.jobs)
         print(f"(a) grade:                {plain:7.1f} s")
-        total, watcher, done = run_watch(watched, args.jobs)
+        total, watcher, done = run_watch(watched, args.jobs, args.early)
         parts = watcher.seconds
         grading = parts["grade"] - parts["feedback"]
         print(f"(b) watch, one cycle:     {total:7.1f} s for {len(done)} graded")
