@@ -11,6 +11,7 @@ losing nothing and grading nothing twice, and a forged submission refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -264,7 +265,11 @@ def test_policy_best_keeps_the_best_in_the_gradebook_and_the_page_shows_points_a
 
 
 @pytest.mark.slow
-def test_kill_9_in_the_middle_of_grading_loses_no_submission(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill -9", "Ctrl-C"])
+def test_stopped_in_the_middle_of_grading_it_loses_no_submission(tmp_path, sig):
+    """kill -9, or Ctrl-C in its terminal (SIGINT to the whole process group), while a
+    submission is being graded: Ctrl-C stops it at once (exit code 130), and either way
+    the next start grades that submission and what arrived meanwhile, each once."""
     course = course_at(tmp_path / "course")
     slow = solution()  # its grading lasts long enough to be killed in the middle
     slow.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(8)"))
@@ -279,9 +284,13 @@ def test_kill_9_in_the_middle_of_grading_loses_no_submission(tmp_path):
         deadline = time.monotonic() + 120
         while "grading 1 submission" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.killpg(proc.pid, sig)
+        code = proc.wait(timeout=60)
     assert "grading 1 submission" in log.read_text()
+    if sig == signal.SIGINT:
+        assert code == 130, log.read_text()
+        with contextlib.suppress(ProcessLookupError):  # whatever of the run is left
+            os.killpg(proc.pid, signal.SIGKILL)
     assert [e["status"] for e in history(course, "ada")] == ["received"]
     drop(course, "bob", solution())  # arrives while the watcher is down
     done = subprocess.run(

@@ -3,7 +3,8 @@ level (settings.py), a short page of the exercises' checks; after it, or at leve
 ``all``, the usual feedback page. Each page ends with the student's submission history.
 
 Everything on these pages is escaped text: what a submission printed can show, never
-run. Points appear only where the level shows them.
+run, with the grader's paths blanked and any quote of its code removed, as on the usual
+pages. Points appear only where the level shows them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..feedback.pages import REMOVED_OUTPUT, blank_paths, quotes_grader
 from .history import Entry
 
 STYLE = (
@@ -43,6 +45,9 @@ def checks(notebook: Path) -> list[dict]:
             if o.get("output_type") == "error" and o.get("ename") != HIDDEN_ENAME
         ]
         visible = "" if not errors else f"{errors[0].get('ename')}: {errors[0].get('evalue')}"
+        visible = blank_paths(visible)  # as the usual pages do (feedback/pages.py)
+        if quotes_grader(visible):
+            visible = REMOVED_OUTPUT
         out.append(
             {
                 "id": meta.get("grade_id", "?"),

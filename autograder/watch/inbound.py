@@ -50,14 +50,21 @@ class Arrival:
         return f"{self.student}/{self.assignment} ({self.submitted:%Y-%m-%d %H:%M:%S} UTC)"
 
 
-def scan(folder: Path | None, source: str, now: float | None = None) -> list[Arrival]:
-    """The whole submissions in ``folder`` (an exchange's inbound folder or an inbox), in
-    the order they were submitted; a name that does not parse is skipped here (``odd``)."""
+def scan(
+    folder: Path | None, source: str, known: set[str] = frozenset(), now: float | None = None
+) -> list[Arrival]:
+    """The whole submissions in ``folder`` (an exchange's inbound folder or an inbox) whose
+    keys are not in ``known``, in the order they were submitted; a name that does not
+    parse is skipped here (``odd_names``). A known folder is passed over by its name
+    alone: a semester's thousands cost one listing a cycle."""
     if folder is None or not folder.is_dir():
         return []
     now = time.time() if now is None else now
     found = []
-    for path in folder.iterdir():
+    for entry in os.scandir(folder):
+        if f"{source}/{entry.name}" in known:
+            continue
+        path = Path(entry.path)
         if path.name.startswith(".") or not path.is_dir() or path.is_symlink():
             continue
         parts = path.name.rsplit("+", 3)
@@ -72,15 +79,17 @@ def scan(folder: Path | None, source: str, now: float | None = None) -> list[Arr
     return sorted(found, key=lambda a: (a.submitted, a.key))
 
 
-def odd_names(folder: Path | None) -> list[str]:
-    """Entries of ``folder`` that are no submission folder nbgrader could have made."""
+def odd_names(folder: Path | None, known: set[str] = frozenset(), source: str = "") -> list[str]:
+    """Entries of ``folder`` that are no submission folder nbgrader could have made (those
+    whose keys are not in ``known`` already)."""
     if folder is None or not folder.is_dir():
         return []
     return sorted(
-        p.name
-        for p in folder.iterdir()
-        if not p.name.startswith(".")
-        and (not p.is_dir() or p.is_symlink() or len(p.name.rsplit("+", 3)) < 3)
+        e.name
+        for e in os.scandir(folder)
+        if f"{source}/{e.name}" not in known
+        and not e.name.startswith(".")
+        and (not e.is_dir(follow_symlinks=False) or len(e.name.rsplit("+", 3)) < 3)
     )
 
 

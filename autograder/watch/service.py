@@ -123,7 +123,7 @@ class Watcher:
 
     def _take_arrivals(self, report: CycleReport) -> None:
         for source, folder in (("exchange", self.inbound), ("inbox", self.inbox)):
-            for name in inbound.odd_names(folder):
+            for name in inbound.odd_names(folder, self.known, source):
                 key = f"{source}/{name}"
                 if key not in self.known:
                     why = "not a submission folder named <student>+<assignment>+<time>"
@@ -131,7 +131,9 @@ class Watcher:
                     self.known.add(key)
                     report.refused.append(key)
                     self.log(f"refused {key}: {why}")
-        arrivals = inbound.scan(self.inbound, "exchange") + inbound.scan(self.inbox, "inbox")
+        arrivals = inbound.scan(self.inbound, "exchange", self.known) + inbound.scan(
+            self.inbox, "inbox", self.known
+        )
         for arrival in sorted(arrivals, key=lambda a: (a.submitted, a.key)):
             if arrival.key in self.known:
                 continue
@@ -307,7 +309,7 @@ class Watcher:
         if level == "all":
             for page in sorted(folder.glob("*.html")):
                 text = page.read_text(encoding="utf-8", errors="replace")
-                page.write_text(early.with_history(text, section), encoding="utf-8")
+                _write(page, early.with_history(text, section))
             return
         folder.mkdir(parents=True, exist_ok=True)
         names = {p.stem for p in (self.course.source / assignment).glob("*.ipynb")}
@@ -320,11 +322,11 @@ class Watcher:
             text = early.early_page(
                 notebook if notebook.is_file() else None, level, student, assignment, entry
             )
-            (folder / f"{name}.html").write_text(early.with_history(text, section), "utf-8")
+            _write(folder / f"{name}.html", early.with_history(text, section))
 
     def level(self, assignment: str) -> str:
         due = self.due.get(assignment)
-        if due is not None and datetime.now() > due:
+        if due is not None and datetime.now(due.tzinfo) > due:  # naive, or with an offset
             return "all"
         return self.settings.level(assignment, self.assignments)
 
@@ -356,6 +358,13 @@ class Watcher:
         config.Exchange.root = str(self.exchange)
         config.CourseDirectory.db_url = self.course.db_url
         return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a page whole or not at all (a student may fetch it at any moment)."""
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 class _Prefixed:
@@ -413,21 +422,34 @@ def watch(
         f"watching {' and '.join(where)} every {watcher.settings.interval:g} s "
         f"(policy: {watcher.settings.policy}; course {watcher.course.root})"
     )
-    stop = []
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.append(True))
-        for sig in (signal.SIGTERM, signal.SIGINT)
-    }
-    failed = False
+    stop: list[bool] = []
+    busy: list[bool] = []
+
+    def on_signal(*_) -> None:
+        # Between cycles: stop after the pause. During one: stop now (what was not
+        # recorded stays received, and the next start grades it).
+        stop.append(True)
+        if busy:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    failed = interrupted = False
     try:
         while not stop:
             try:
+                busy.append(True)
                 report = watcher.cycle()
                 failed = bool(report.failures)
+            except KeyboardInterrupt:
+                interrupted = True
+                watcher.log("stopped in the middle of a cycle: the next start finishes it")
+                break
             except Exception:  # a cycle never ends the service: log it, try again
                 failed = True
                 watcher.log("the cycle failed (traceback below); trying again")
                 traceback.print_exc(file=watcher.stream)
+            finally:
+                busy.clear()
             if once and not watcher.pending:
                 break
             if once and failed:
@@ -440,6 +462,8 @@ def watch(
             with contextlib.suppress(ValueError):
                 signal.signal(sig, handler)
     watcher.log("stopped")
+    if interrupted:
+        return ExitCode.INTERRUPTED
     if stop and not once:
         return ExitCode.OK
     return ExitCode.FAILED if failed else ExitCode.OK
