@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PY := .venv/bin/python
 
-.PHONY: demo test quick setup setup-test generate lab self-check slides grade bench lint release
+.PHONY: demo test quick setup setup-test generate lab self-check slides grade watch bench lint release
 
 demo: setup            ## set up, then grade the bundled demo class end to end
 	$(PY) -m autograder demo
@@ -40,12 +40,16 @@ slides: setup          ## students' slides of every lesson in slides/ (offline w
 grade: setup           ## grade everything submitted (see README: Grading)
 	$(PY) -m autograder grade
 
+watch: setup           ## grade each submission as it arrives (Ctrl-C stops)
+	$(PY) -m autograder watch
+
 bench: setup-test      ## benchmarks (ratios against peers measured in the same run)
 	$(PY) benchmarks/engine_vs_micrograd.py
 	$(PY) benchmarks/grading_throughput.py
 	$(PY) benchmarks/sandbox_overhead.py
 	$(PY) benchmarks/cpu_fairness.py
 	$(PY) benchmarks/grading_dask.py
+	$(PY) benchmarks/grading_on_submit.py
 
 lint: setup-test
 	$(PY) -m ruff check .

@@ -1,4 +1,5 @@
-"""The instructor's grading commands: ``python -m autograder collect|grade|feedback|export|demo``.
+"""The instructor's grading commands: ``python -m autograder
+collect|grade|feedback|export|watch|demo``.
 
 Exit codes (every command, ``errors.ExitCode``): 0 done, 1 done but some submissions or
 files had problems (each one is listed), 2 the grader itself failed (or the command line
@@ -146,6 +147,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 @_guard
+def _watch(args: argparse.Namespace) -> int:
+    from .watch.service import watch
+
+    return watch(args.course, db_url=args.db, jobs=args.jobs, once=args.once)
+
+
+@_guard
 def _demo(args: argparse.Namespace) -> int:
     from .demo import demo
 
@@ -183,6 +191,24 @@ def add_grading_commands(sub) -> None:
     )
     _common(p, db=False)
     p.set_defaults(run=_collect)
+
+    p = sub.add_parser(
+        "watch",
+        help="grade each submission as it arrives (nbgrader's exchange, or an inbox)",
+        description="A service: takes each new submission from nbgrader's exchange "
+        "(c.Exchange.root) or the inbox folder, grades it as `grade` does, and releases "
+        "its feedback (nbgrader fetch_feedback; feedback/ for the inbox). Early feedback, "
+        "the score policy and the folders are c.Watch settings (docs/grading.md). Stops "
+        "on SIGTERM or Ctrl-C; a restart grades nothing twice and loses nothing.",
+    )
+    p.add_argument(
+        "--once", action="store_true", help="grade what is there now, then exit (for cron)"
+    )
+    p.add_argument(
+        "--jobs", "-j", type=int, default=None, help="submissions graded at once (default: cores)"
+    )
+    _common(p)
+    p.set_defaults(run=_watch)
 
     p = sub.add_parser(
         "grade",

@@ -2,8 +2,8 @@
 lessons' catalogues, the message names the function or op at fault and shows what was
 expected and what came out (or, for an order, what is wrong with it), in lines under 90.
 
-Target (issue 11): at least 90 % of caught bugs get such a message; the rest must still
-name the function. The table of every message is printed (pytest -s) for reading.
+Target (issue 11): at least 90 % of caught bugs get such a message, in each lesson; the
+rest must still name the function. The table of every message is printed (pytest -s) for reading.
 """
 
 import re
@@ -59,30 +59,35 @@ ORDER_REASONS = (
     "ignores h",
     "not written yet",
     "raised",
+    "does not lead back",  # structure before slips (issue 29): what the graph lacks
+    "keeps no `_prev`",
 )
 
 
-def catalogue():
-    """(lesson, bug name, mutated notebook) for every one-bug submission the lessons'
-    tests define."""
-    for module, assignment in (
-        (lesson1, "01_value"),
-        (lesson2, "02_backward"),
-        (lesson3, "03_activations"),
-        (lesson5, "05_mlp"),
-        (lesson5b, "05_training"),
-    ):
-        solution = read(SOURCE, assignment)
-        for bug in module.BUGS:
-            name, changes = bug[0], bug[1]
-            if isinstance(changes, str):
-                changes = [(bug[1], bug[2])]
-            nb = solution
-            for old, new in changes:
-                nb = mutate(nb, old, new)
-            if assignment == "05_mlp":
-                nb = lesson5.graded_only(nb)
-            yield assignment, name, nb
+LESSONS = {
+    "01_value": lesson1,
+    "02_backward": lesson2,
+    "03_activations": lesson3,
+    "05_mlp": lesson5,
+    "05_training": lesson5b,
+}
+
+
+def catalogue(assignment: str):
+    """(bug name, mutated notebook) for every one-bug submission of ``assignment`` that
+    its lesson's tests define."""
+    module = LESSONS[assignment]
+    solution = read(SOURCE, assignment)
+    for bug in module.BUGS:
+        name, changes = bug[0], bug[1]
+        if isinstance(changes, str):
+            changes = [(bug[1], bug[2])]
+        nb = solution
+        for old, new in changes:
+            nb = mutate(nb, old, new)
+        if assignment == "05_mlp":
+            nb = lesson5.graded_only(nb)
+        yield name, nb
 
 
 def explains(cell: str, message: str) -> tuple[bool, bool]:
@@ -95,9 +100,11 @@ def explains(cell: str, message: str) -> tuple[bool, bool]:
     return names, shows
 
 
-def test_messages_name_the_function_and_show_expected_vs_got():
+@pytest.mark.parametrize("assignment", list(LESSONS))
+def test_messages_name_the_function_and_show_expected_vs_got(assignment):
+    """One lesson at a time (so that the lessons spread over the test workers)."""
     rows, named, shown, total = [], 0, 0, 0
-    for assignment, name, nb in catalogue():
+    for name, nb in catalogue(assignment):
         for cell, message in failing_cells(nb, assignment).items():
             if cell not in NAMES:  # an ungraded demo cell
                 continue
@@ -105,14 +112,14 @@ def test_messages_name_the_function_and_show_expected_vs_got():
             names, shows = explains(cell, message)
             named += names
             shown += names and shows
-            rows.append((names and shows, assignment, name, message.splitlines()[0]))
+            rows.append((names and shows, name, message.splitlines()[0]))
             assert all(len(line) < 90 for line in message.splitlines()), message
     print(
-        f"\n{shown}/{total} messages name the function and show expected vs got; "
-        f"{named}/{total} name the function"
+        f"\n{assignment}: {shown}/{total} messages name the function and show expected vs "
+        f"got; {named}/{total} name the function"
     )
-    for ok, assignment, name, first in rows:
-        print(f"{'✓' if ok else '✗'} {assignment} | {name} | {first}")
-    assert total >= 70
+    for ok, name, first in rows:
+        print(f"{'✓' if ok else '✗'} {name} | {first}")
+    assert total >= 8
     assert named == total, [r for r in rows if not r[0]]
     assert shown >= 0.9 * total, [r for r in rows if not r[0]]

@@ -1,0 +1,1 @@
+"""``python -m autograder watch``: grading on submit, a long-running service (service.py)."""

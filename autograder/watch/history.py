@@ -1,0 +1,102 @@
+"""Every submission the watcher has seen, per student and assignment:
+``watch/history/<student>/<assignment>.json``, written whole or not at all.
+
+An entry's ``status``: ``received`` (taken, not graded yet: a restart grades it),
+``superseded`` (a later one arrived before it was graded), ``graded``; ``refused``
+arrivals (``watch/refused.jsonl``) are never taken. ``counts`` marks the graded entry
+the gradebook holds, by ``c.Watch.policy``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+STATUSES = ("received", "superseded", "graded")
+
+
+@dataclass
+class Entry:
+    key: str
+    source: str
+    submitted: str  # ISO time, UTC
+    received: str  # ISO time, UTC
+    status: str = "received"
+    kept: str = ""  # its copy in the archive, relative to the watch folder
+    note: str = ""
+    score: float | None = None
+    max_score: float | None = None
+    cells: dict[str, float] = field(default_factory=dict)  # notebook/grade id: points
+    seconds: float | None = None
+    counts: bool = False
+
+
+class History:
+    """One student's submissions of one assignment, oldest first."""
+
+    def __init__(self, folder: Path, student: str, assignment: str):
+        self.path = folder / "history" / student / f"{assignment}.json"
+        self.student, self.assignment = student, assignment
+        self.entries: list[Entry] = []
+        try:
+            raw = json.loads(self.path.read_text())
+            self.entries = [Entry(**e) for e in raw.get("entries", [])]
+        except FileNotFoundError:
+            pass
+
+    def find(self, key: str) -> Entry | None:
+        return next((e for e in self.entries if e.key == key), None)
+
+    def add(self, entry: Entry) -> None:
+        self.entries.append(entry)
+        self.entries.sort(key=lambda e: (e.submitted, e.key))
+
+    def counting(self, policy: str) -> Entry | None:
+        """The graded entry that counts: the latest, or the best (the later on a tie)."""
+        graded = [e for e in self.entries if e.status == "graded"]
+        if not graded:
+            return None
+        if policy == "best":
+            return max(reversed(graded), key=lambda e: e.score or 0.0)
+        return graded[-1]
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}")
+        data = {
+            "student": self.student,
+            "assignment": self.assignment,
+            "entries": [asdict(e) for e in self.entries],
+        }
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, self.path)
+
+
+def known_keys(folder: Path) -> set[str]:
+    """Every key the watcher has recorded (histories and refusals)."""
+    keys = set()
+    for path in (folder / "history").glob("*/*.json"):
+        try:
+            keys |= {e["key"] for e in json.loads(path.read_text()).get("entries", [])}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    refused = folder / "refused.jsonl"
+    if refused.is_file():
+        for line in refused.read_text().splitlines():
+            try:
+                keys.add(json.loads(line)["key"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return keys
+
+
+def refuse(folder: Path, key: str, when: str, why: str) -> None:
+    """Record that the arrival ``key`` was refused, and why (one JSON line, appended)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "refused.jsonl").open("a") as fh:
+        fh.write(json.dumps({"key": key, "when": when, "why": why}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())

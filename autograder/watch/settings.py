@@ -1,0 +1,90 @@
+"""What the watcher does, per course: ``c.Watch`` in nbgrader_config.py.
+
+    c.Watch.early = {"01_value": "hidden", "04_checkpoint_engine": "received"}
+    c.Watch.policy = "best"
+
+Early feedback (before an assignment's due date, ``c.Schedule.dates``) shows, per the
+assignment's level: ``received`` — that the work arrived, and the visible checks;
+``hidden`` — also each hidden test's pass or fail, with its message, but no points;
+``all`` — the usual page, points and all. After the due date every page is the usual one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
+from traitlets.config import Config, Configurable
+
+from ..errors import GraderError
+
+LEVELS = ("received", "hidden", "all")
+
+
+class WatchError(GraderError):
+    """A ``c.Watch`` setting (or a ``watch`` option) that cannot be used."""
+
+
+class Watch(Configurable):
+    """The watcher's settings (module docstring)."""
+
+    exchange = Unicode(
+        "",
+        help="nbgrader's exchange folder to take submissions from (default: "
+        "c.Exchange.root, when that folder exists; 'off': no exchange)",
+    ).tag(config=True)
+    inbox = Unicode(
+        "inbox",
+        help="a folder of submissions for courses without the exchange, relative to the "
+        "course: one folder per submission named <student>+<assignment>+<anything>",
+    ).tag(config=True)
+    interval = Float(5.0, min=0.2, help="seconds between looks for new work").tag(config=True)
+    policy = Enum(
+        ["latest", "best"],
+        "latest",
+        help="which of a student's graded submissions counts in the gradebook",
+    ).tag(config=True)
+    early = Dict(
+        {},
+        help='{assignment: "received" | "hidden" | "all"}: what feedback shows before '
+        "the due date (others: early_default)",
+    ).tag(config=True)
+    early_default = Enum(list(LEVELS), "hidden", help="early feedback level").tag(config=True)
+    max_bytes = Integer(
+        20 * 1024**2, min=1, help="largest submission taken (bytes, all its files)"
+    ).tag(config=True)
+    check_owner = Bool(
+        True,
+        help="refuse an exchange submission whose folder is not owned by the unix user "
+        "its name claims (as nbgrader's collect warns)",
+    ).tag(config=True)
+
+    @classmethod
+    def for_course(cls, config=None) -> Watch:
+        return cls(config=Config(config or {}))
+
+    def level(self, assignment: str, assignments: list[str]) -> str:
+        """The early feedback level of ``assignment``."""
+        for name, level in self.early.items():
+            if name not in assignments:
+                raise WatchError(
+                    f"c.Watch.early: no assignment {name!r}; the course has "
+                    f"{', '.join(assignments)}"
+                )
+            if level not in LEVELS:
+                raise WatchError(
+                    f"c.Watch.early[{name!r}]: {level!r} is not one of {', '.join(LEVELS)}"
+                )
+        return self.early.get(assignment, self.early_default)
+
+    def exchange_root(self, config) -> Path | None:
+        """The exchange folder submissions come from, or None without one."""
+        if self.exchange == "off":
+            return None
+        if self.exchange:
+            path = Path(self.exchange)
+            if not path.is_dir():
+                raise WatchError(f"c.Watch.exchange: {path} is not a folder")
+            return path
+        root = Path(config.get("Exchange", {}).get("root", "/srv/nbgrader/exchange"))
+        return root if root.is_dir() else None
