@@ -30,6 +30,8 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import notebook_hash, parse_utc
 
 A = "01_value"
+# One worker for the module: its tests share one exchange and one hand-in (the fixture).
+pytestmark = pytest.mark.xdist_group("exchange_users")
 
 
 @dataclass
