@@ -467,7 +467,3 @@ def watch(
     if stop and not once:
         return ExitCode.OK
     return ExitCode.FAILED if failed else ExitCode.OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(watch(os.environ.get("COURSE")))
