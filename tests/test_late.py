@@ -510,3 +510,32 @@ def test_the_section_goes_in_one_place_whatever_the_notebook_holds():
     assert with_late_section(once, "") == page
     note_page = "<html><body><h1>01_value: value.ipynb</h1><p>not graded</p></body></html>"
     assert with_late_section(note_page, section) == note_page.replace("</h1>", "</h1>" + section)
+
+
+# ---- where else the schedule is read -----------------------------------------------------------
+
+
+def test_grade_refuses_a_schedule_it_cannot_use_before_grading(tmp_path):
+    from autograder.grade.run import grade
+
+    bad = Schedule(extensions={A: {"ada": "next week"}})
+    with pytest.raises(ScheduleError, match=r"^c.Schedule.extensions\['01_value'\]\['ada'\]"):
+        grade(root=tmp_path, schedule=bad, progress=False)
+    assert not (tmp_path / "gradebook.db").exists()
+
+
+def test_the_watcher_shows_points_once_the_students_own_due_date_is_past(tmp_path):
+    import io
+
+    from autograder.watch.service import Watcher
+    from autograder.watch.settings import Watch
+
+    w = Watcher(tmp_path, settings=Watch(exchange="off"), stream=io.StringIO())
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="seconds")
+    w.schedule = Schedule(
+        dates={A: {"due": an_hour_ago}}, extensions={A: {"ada": 1, "grace": an_hour_ago}}
+    )
+    w.due = {A: w.schedule.set_due(A)}
+    assert w.level(A, "linus") == w.level(A, "grace") == "all"  # past their due date
+    assert w.level(A, "ada") == "hidden"  # a day more: early feedback still
+    assert w.level(B, "ada") == "hidden"  # no due date
