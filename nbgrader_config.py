@@ -62,6 +62,20 @@ c.Limits.sandbox = "auto"  # kernels under bubblewrap: auto (when possible), req
 #     "01_value": {"release": "2026-09-07", "due": "2026-09-14"},
 #     "02_backward": {"release": "2026-09-15", "due": "2026-09-21"},
 # }
+# Dates are YYYY-MM-DD (a due date lasts to the end of its day) or YYYY-MM-DD HH:MM, in the
+# course's time zone (default: this machine's local time):
+# c.Schedule.timezone = "Europe/Berlin"
+# Extensions, per assignment and student (the id in submitted/): a later due date, or days
+# added to the assignment's (0: none). `grade` writes the due dates and extensions into
+# nbgrader's gradebook; without a due date here, nbgrader's own (`nbgrader db assignment add
+# --duedate`, UTC) and its extensions count.
+# c.Schedule.extensions = {"01_value": {"ada": "2026-09-16", "grace": 2}}
+# The late policy, applied by `export` (grades.csv's late_penalty and final_score) and shown
+# on the feedback pages; the gradebook keeps the raw scores, so changing it needs no
+# regrading. {} (the default): lateness is shown, no points taken. {"per_day": 0.1}: a tenth
+# of the assignment's points lost per day or part of a day late (never below 0).
+# {"zero_after": 3}: full score up to 3 days late, 0 after.
+# c.Schedule.late_policy = {"per_day": 0.1}
 
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.execute.GuardedExecute",

@@ -10,7 +10,7 @@ assignment with a generated ``solutions/`` and ``notebooks/`` folder, eight stud
   margaret   a cell calling os._exit (a crash)   the crash cell is skipped, the rest graded
   alan       an endless `while True` loop        stopped by the per-cell limit, rest graded
   dennis     a truncated, malformed file         zero, with the reason
-  barbara    the solution, a day late            full marks, marked late
+  barbara    the solution, 26 h late             full marks, less the late penalty
   edsger     ada's quizzes, his own lessons      quiz answers for ada's variant: lost, and why
 
 Quizzes give every student a variant of their own: each honest student's quiz notebook
@@ -18,6 +18,14 @@ holds plain answers to their own variant, as if they had typed them (``worked_qu
 
 as a Canvas-style zip per assignment. Then it runs what an instructor runs: ``collect``,
 ``grade``, ``feedback``, ``export``, and prints the class table.
+
+The demo class has dates of its own, given to those commands as a ``Schedule``
+(``demo_schedule``) rather than written into the repository's nbgrader_config.py, which
+is every course's: each assignment due ``DUE`` (UTC), a late policy of 10% of the
+points per day or part of a day late, and barbara a day's extension on the last
+assignment. So barbara loses 2 days' worth on each assignment but the last, where she is
+2 h late against her extended due date (grades.csv's ``late_penalty`` and
+``final_score``, and her feedback pages say so).
 """
 
 from __future__ import annotations
@@ -46,10 +54,27 @@ STUDENTS = [
     ("margaret", "a cell calling os._exit", "crash skipped, rest graded"),
     ("alan", "an endless loop", "loop stopped, rest graded"),
     ("dennis", "a malformed file", "zero, reason given"),
-    ("barbara", "the solution, late", "full marks, late"),
+    ("barbara", "the solution, 26 h late", "full marks, less 10%/day"),
     ("edsger", "ada's quiz, copied", "loses the quiz"),
 ]
 CANVAS_IDS = {name: (1000 + i, 5000 + i) for i, (name, _, _) in enumerate(STUDENTS)}
+
+
+LATE_POLICY = {"per_day": 0.1}
+
+
+def demo_schedule(assignments: list[str]):
+    """The demo class's dates (module docstring): due ``DUE`` in UTC, 10% per day late,
+    and barbara one day more for the last assignment."""
+    from .schedule import Schedule
+
+    due = DUE.strftime("%Y-%m-%d %H:%M")
+    return Schedule(
+        dates={a: {"due": due} for a in assignments},
+        extensions={assignments[-1]: {"barbara": 1}} if assignments else {},
+        late_policy=LATE_POLICY,
+        timezone="UTC",
+    )
 
 
 def demo_assignments() -> list[str]:
@@ -213,12 +238,11 @@ def build(assignments: list[str]) -> dict[str, Path]:
     return zips
 
 
-def stamp_and_schedule(assignments: list[str]) -> None:
-    """Submission times (the LMS export has none) and a due date for each assignment."""
-    from nbgrader.api import Gradebook
-
+def stamp(assignments: list[str]) -> None:
+    """Submission times (the LMS export has none), in UTC: 20 h before ``DUE``, barbara's
+    26 h after. (``grade`` writes the due dates into the gradebook, from
+    ``demo_schedule``.)"""
     from .course import open_course
-    from .grade.gradebook import cache_alembic_version
 
     course = open_course(DEMO)
     for a in assignments:
@@ -227,10 +251,6 @@ def stamp_and_schedule(assignments: list[str]) -> None:
             if folder.is_dir():
                 when = DUE + (timedelta(hours=26) if student == "barbara" else timedelta(hours=-20))
                 (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S UTC"))
-    cache_alembic_version()
-    with Gradebook(course.db_url, course.course_id) as gb:
-        for a in assignments:
-            gb.update_or_create_assignment(a, duedate=DUE)
 
 
 # ---- the run ---------------------------------------------------------------------------
@@ -268,11 +288,12 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
             f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
             f"{len(report.not_placed)} file(s) not placed"
         )
-    stamp_and_schedule(assignments)
+    stamp(assignments)
+    schedule = demo_schedule(assignments)
 
     print("\n== grade (10 s per cell in the demo; 60 s by default)")
     limits = Limits(cell_timeout=10, wall=240)
-    graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True)
+    graded = grade(root=DEMO, jobs=jobs, limits=limits, subreaper=True, schedule=schedule)
     for line in graded.problems + graded.failures:
         print(f"problem: {line}")
     print(
@@ -284,13 +305,15 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         return ExitCode.FAILED
 
     print("\n== feedback")
-    fb = feedback(root=DEMO, jobs=jobs)
+    fb = feedback(root=DEMO, jobs=jobs, schedule=schedule)
     for line in fb.problems + fb.failures:
         print(f"problem: {line}")
     print(f"{len(fb.written)} feedback page(s) in {(DEMO / 'feedback').relative_to(ROOT)}/")
     print("\n== export")
-    for path in export(root=DEMO):
+    written = export(root=DEMO, schedule=schedule)
+    for path in written:
         print(f"wrote {path.relative_to(ROOT)}")
+    print(late_summary(written[0], schedule))
 
     print("\n== the class\n")
     print(class_table(graded.outcomes, assignments))
@@ -307,6 +330,21 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         "changes nothing."
     )
     return ExitCode.FAILED if fb.failures else ExitCode.OK
+
+
+def late_summary(grades_csv: Path, schedule) -> str:
+    """The late rows of grades.csv, as the demo's late policy scores them."""
+    import csv
+
+    with grades_csv.open(encoding="utf-8", newline="") as fh:
+        late = [r for r in csv.DictReader(fh) if float(r["late_seconds"] or 0) > 0]
+    lines = [f"\nLate submissions (demo late policy: {schedule.policy().describe()}):"]
+    for r in late:
+        lines.append(
+            f"  {r['student']:<10} {r['assignment']:<22} {r['note'] or 'late'}: "
+            f"{r['score']} - {r['late_penalty']} = {r['final_score']} / {r['max_score']}"
+        )
+    return "\n".join(lines) if late else ""
 
 
 def class_table(outcomes, assignments: list[str]) -> str:

@@ -435,7 +435,7 @@ def test_export_writes_grades_and_cells(tmp_path):
         "cell 3 was stopped",
     )
     assert (by["carl"]["score"], by["carl"]["submitted"]) == ("0", "no")
-    assert list(rows[0])[-1] == "review"
+    assert list(rows[0])[-3:] == ["review", "late_penalty", "final_score"]
     assert (by["Zoë"]["review"], by["alice"]["review"], by["carl"]["review"]) == (
         "imports torch; calls os.kill",
         "",

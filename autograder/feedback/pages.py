@@ -21,6 +21,10 @@ writes a short page for a notebook that could not be graded at all (missing, bro
 and checks what the grader itself controls in every page: that it was made by the inert
 exporter, and that no test cell shows any of its hidden tests. A page failing that check
 is deleted and reported as a grader failure (exit code 2), as is nbgrader failing.
+
+A late submission's pages say how late it was, against which due date, and what the
+course's late policy makes of its score (``late.py``), as ``c.Schedule`` is when the
+command runs: pages already current get that section brought up to date too.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ..course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from ..errors import ExitCode
 from ..intake.discovery import GLOB_CHARS
 from .inert import STAMP, is_stamp
+from .late import late_section, with_late_section
 from .sanitize import blank_paths_through, strip_tags
 
 MARKERS = (markers.BEGIN_HIDDEN, markers.END_HIDDEN, "load_grader(")
@@ -230,12 +235,26 @@ def graded_submissions(course, assignments, students) -> list[tuple[str, str]]:
 
 
 def feedback(
-    assignments=None, students=None, *, root=None, db_url=None, jobs=None, force=False
+    assignments=None,
+    students=None,
+    *,
+    root=None,
+    db_url=None,
+    jobs=None,
+    force=False,
+    schedule=None,
 ) -> FeedbackReport:
+    """Pages for the selected graded submissions (module docstring); ``schedule``: the
+    due dates, extensions and late policy they state (default: the course's
+    ``c.Schedule``)."""
+    from ..schedule import Schedule
+
     course = open_course(root, db_url)
+    schedule = (schedule or Schedule.for_course(course.config)).check(course.assignments())
     report = FeedbackReport()
     todo = []
-    for student, assignment in graded_submissions(course, assignments, students):
+    selected = graded_submissions(course, assignments, students)
+    for student, assignment in selected:
         if GLOB_CHARS & set(student):
             report.problems.append(
                 f"{student}/{assignment}: nbgrader cannot make feedback for an id with *?[] in it"
@@ -252,8 +271,13 @@ def feedback(
             report.current += 1
             continue
         todo.append((student, assignment))
-    if not todo:
-        return report
+    if todo:
+        _render(course, todo, jobs, report)
+    mark_late(course, selected, schedule)
+    return report
+
+
+def _render(course, todo, jobs, report: FeedbackReport) -> None:
     jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(todo)))
     results = _run_all(course, todo, jobs)
     for (student, assignment), (ok, message) in zip(todo, results):
@@ -271,7 +295,40 @@ def feedback(
             str(p.relative_to(course.root)) if p.is_relative_to(course.root) else str(p)
             for p in pages
         ]
-    return report
+
+
+def mark_late(course, submissions: list[tuple[str, str]], schedule) -> None:
+    """Each page of the ``(student, assignment)`` submissions with its late section as
+    ``schedule`` has it now (none when on time), from the gradebook's timestamp, due date,
+    extension and scores; a page is written only when that changes."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not submissions:
+        return
+    policy = schedule.policy()
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for student, assignment in submissions:
+            folder = course.feedback / student / assignment
+            pages = sorted(folder.glob("*.html")) if folder.is_dir() else []
+            if not pages:
+                continue
+            try:
+                sub = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            section = late_section(
+                schedule,
+                policy,
+                assignment,
+                schedule.submission_lateness(sub),
+                float(sub.score or 0),
+                float(sub.max_score or 0),
+            )
+            for page in pages:
+                text = page.read_text(encoding="utf-8", errors="replace")
+                marked = with_late_section(text, section)
+                if marked != text:
+                    page.write_text(marked, encoding="utf-8")
 
 
 def _run_all(course, todo, jobs):

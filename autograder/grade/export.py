@@ -5,9 +5,13 @@
   ``note`` (the grader's one-line note), ``isolation`` (``bubblewrap`` or ``none``: how
   its grading kernels were sandboxed, see docs/grading.md) and ``review`` (why the code
   should be looked at, from ``review/flags.py``; empty when nothing was flagged; a flag is not
-  a penalty). Scores are nbgrader's, so manual grades given in formgrader count. Every
-  student in the gradebook gets a row for every assignment (0 and ``submitted=no`` when
-  there is no submission).
+  a penalty), then ``late_penalty`` (the points the course's late policy takes,
+  ``c.Schedule.late_policy``) and ``final_score`` (score minus penalty, never below 0;
+  what goes to the LMS). Scores are nbgrader's, so manual grades given in formgrader
+  count. ``late_seconds`` is worked out now from the submission's time and the due date
+  with the student's extension (schedule.py), so a changed policy or extension needs no
+  regrading, only another export. Every student in the gradebook gets a row for every
+  assignment (0 and ``submitted=no`` when there is no submission).
 - ``cells.csv``: one row per graded cell: ``student, assignment, notebook, cell, score,
   max_score``.
 
@@ -40,6 +44,8 @@ GRADES_HEADER = [
     "note",
     "isolation",
     "review",
+    "late_penalty",
+    "final_score",
 ]
 CELLS_HEADER = ["student", "assignment", "notebook", "cell", "score", "max_score"]
 ITEMS_HEADER = [
@@ -60,12 +66,18 @@ def _num(x) -> str:
     return f"{x:g}"
 
 
-def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
+def export(assignments=None, *, root=None, db_url=None, to=None, schedule=None) -> list[Path]:
+    """The CSV files (module docstring); ``schedule``: the due dates, extensions and late
+    policy to apply (default: the course's ``c.Schedule``)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     from ..course import open_course
+    from ..schedule import Schedule, late_penalty
+    from .notes import with_lateness
 
     course = open_course(root, db_url)
+    schedule = (schedule or Schedule.for_course(course.config)).check(course.assignments())
+    policy = schedule.policy()
     out = Path(to) if to else course.root / "exports"
     out.mkdir(parents=True, exist_ok=True)
     grades, cells = [], []
@@ -91,10 +103,14 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
                             "no submission",
                             "",
                             "",
+                            "0",
+                            "0",
                         ]
                     )
                     continue
                 record = course.read_record(student, a) or {}
+                late = schedule.submission_lateness(sub).seconds
+                penalty, _ = late_penalty(sub.score, sub.max_score, late, policy)
                 grades.append(
                     [
                         student,
@@ -102,11 +118,13 @@ def export(assignments=None, *, root=None, db_url=None, to=None) -> list[Path]:
                         _num(sub.score),
                         _num(sub.max_score),
                         "yes",
-                        _num(sub.total_seconds_late),
+                        _num(late),
                         "yes" if record.get("problem") else "no",
-                        record.get("note", ""),
+                        with_lateness(record.get("note", ""), late),
                         record.get("isolation") or "",
                         "; ".join(record.get("review") or []),
+                        _num(penalty),
+                        _num(max(0.0, float(sub.score or 0) - penalty)),
                     ]
                 )
                 for nb in sub.notebooks:

@@ -6,7 +6,11 @@
 - ``auto_scores``: what the gradebook holds now, to tell whether a record is current;
 - ``merge``: one submission's scores written with ``SaveVerdicts`` (each test cell's
   verdict) and nbgrader's ``AssignLatePenalties`` (only the grading process writes the
-  course gradebook).
+  course gradebook), with the assignment's due date and the student's extension from
+  ``c.Schedule`` (``sync_dates``), so nbgrader's own lateness (formgrader, its late note)
+  agrees with ours; ``sync_schedule`` does the same for every submission of the
+  assignments a run looks at, graded again or not. Scores stay raw: the late policy is
+  applied by ``export`` and the feedback pages.
 
 Any database URL nbgrader accepts works; SQLite by default.
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from ..course import Course
 from ..errors import GraderError
+from ..schedule import Schedule, to_utc_naive
 
 
 def cache_alembic_version() -> None:
@@ -99,6 +104,47 @@ def auto_scores(course: Course, assignment: str) -> dict[str, float]:
     return out
 
 
+def sync_dates(gb, schedule: Schedule, assignment: str, students: list[str] | None = None) -> None:
+    """``c.Schedule``'s due date of ``assignment`` (when it sets one) and each student's
+    extension into nbgrader's gradebook ``gb`` (``students``: those submissions only),
+    committed. Nothing else changes: nbgrader's own due date stays where the course
+    sets none, and its own extensions where ``Schedule.due`` lets them count."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        row = gb.find_assignment(assignment)
+    except MissingEntry:
+        return
+    due = schedule.set_due(assignment)
+    if due is not None and row.duedate != to_utc_naive(due):
+        row.duedate = to_utc_naive(due)
+    for sub in row.submissions:
+        if students is not None and sub.student.id not in students:
+            continue
+        extension = schedule.book_extension(assignment, sub.student.id, row.duedate, sub.extension)
+        if sub.extension != extension:
+            sub.extension = extension
+    gb.db.commit()
+
+
+def sync_schedule(course: Course, schedule: Schedule, assignments: list[str]) -> None:
+    """``sync_dates`` for every submission of ``assignments`` in the course gradebook."""
+    if (
+        course.db_url.startswith("sqlite:///")
+        and not Path(course.db_url.removeprefix("sqlite:///")).exists()
+    ):
+        return  # no gradebook yet: merge syncs each submission as it creates it
+
+    def run():
+        from nbgrader.api import Gradebook
+
+        with Gradebook(course.db_url, course.course_id) as gb:
+            for assignment in assignments:
+                sync_dates(gb, schedule, assignment)
+
+    retry_locked(run)
+
+
 @dataclass
 class Totals:
     """A submission's scores as the gradebook has them after a merge."""
@@ -117,20 +163,31 @@ def merge(
     folder: Path,
     autograded: Path | None,
     graded: set[str],
+    schedule: Schedule | None = None,
 ) -> Totals:
     """Write one submission's scores into the course gradebook with SaveVerdicts and
-    nbgrader's AssignLatePenalties (notebooks not in ``graded`` score zero).
+    nbgrader's AssignLatePenalties (notebooks not in ``graded`` score zero), with its
+    due date and extension from ``schedule`` (default: the course's ``c.Schedule``).
     ``folder`` is the submitted folder (for its timestamp.txt). A locked SQLite gradebook
     (formgrader writing) is tried again after a pause."""
     from sqlalchemy.exc import SAWarning
 
+    schedule = schedule or Schedule.for_course(course.config)
     with warnings.catch_warnings():  # nbgrader's add_submission warns about its own session
         warnings.simplefilter("ignore", SAWarning)
-        return retry_locked(lambda: _merge(course, student, assignment, folder, autograded, graded))
+        return retry_locked(
+            lambda: _merge(course, student, assignment, folder, autograded, graded, schedule)
+        )
 
 
 def _merge(
-    course: Course, s: str, a: str, folder: Path, autograded: Path | None, graded: set[str]
+    course: Course,
+    s: str,
+    a: str,
+    folder: Path,
+    autograded: Path | None,
+    graded: set[str],
+    schedule: Schedule,
 ) -> Totals:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
@@ -149,6 +206,7 @@ def _merge(
         if have != want:  # the assignment's cells changed since this entry was made
             gb.remove_submission(a, s)
             gb.update_or_create_submission(a, s, **kwargs)
+        sync_dates(gb, schedule, a, [s])  # before AssignLatePenalties reads the lateness
     for name in names:
         path = autograded / f"{name}.ipynb" if autograded else None
         if name in graded and path is not None and path.exists():
@@ -182,7 +240,7 @@ def _merge(
             auto_score=round(
                 sum(g.auto_score or 0 for nb in submission.notebooks for g in nb.grades), 6
             ),
-            late_seconds=float(submission.total_seconds_late or 0),
+            late_seconds=schedule.submission_lateness(submission).seconds,
             cells={
                 f"{nb.name}/{g.name}": g.auto_score
                 for nb in submission.notebooks

@@ -8,6 +8,7 @@ the class table, grades.csv and on top of the autograded notebook.
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 from ..kernel.limits import GiB, Limits
@@ -112,6 +113,20 @@ def note_line(notes: Notes, n_notebooks: int, late: float) -> str:
     if late > 0:
         parts.append(f"submitted {duration(late)} late")
     return "; ".join(dict.fromkeys(parts))
+
+
+LATE_NOTE = re.compile(r"submitted (?:\d+ min|\d+ h \d\d min|\d+ days) late")
+
+
+def with_lateness(note: str, late: float) -> str:
+    """A recorded note line with its lateness as it is now (an extension given, or a due
+    date moved, since grading): its "submitted ... late" part replaced, dropped or added."""
+    now = f"submitted {duration(late)} late" if late > 0 else ""
+    parts = note.split("; ") if note else []
+    kept = [now if LATE_NOTE.fullmatch(part) else part for part in parts]
+    if now and now not in kept:
+        kept.append(now)
+    return "; ".join(part for part in kept if part)
 
 
 def has_problem(notes: Notes) -> bool:

@@ -49,12 +49,19 @@ from ..intake.discovery import Submission, discover, folder_digest  # noqa: E402
 from ..kernel import limits as oslimits  # noqa: E402
 from ..kernel.sandbox import check_for_grading  # noqa: E402
 from ..messages import Job, Result, write_files  # noqa: E402
+from ..schedule import Schedule  # noqa: E402
 from ..worker.material import Material, material_files, pack, shared_files  # noqa: E402
 from ..worker.submission import submitted_files  # noqa: E402
 from .cluster import Cluster, run_token  # noqa: E402
 from .dispatch import Dispatcher, Task  # noqa: E402
 from .display import Display  # noqa: E402
-from .gradebook import auto_scores, cache_alembic_version, merge, sync_assignment  # noqa: E402
+from .gradebook import (  # noqa: E402
+    auto_scores,
+    cache_alembic_version,
+    merge,
+    sync_assignment,
+    sync_schedule,
+)
 from .notes import compose_notes, has_problem, kernel_flags, note_line  # noqa: E402
 from .records import clean_leftovers, grader_digest, install  # noqa: E402
 from .report import GradeReport, Outcome  # noqa: E402
@@ -65,8 +72,16 @@ class ClassGrading:
     """One run's grading side: it makes each assignment's material and each job, and takes
     each result into the gradebook and the autograded folder."""
 
-    def __init__(self, course: Course, limits: oslimits.Limits, work: Path, display: Display):
+    def __init__(
+        self,
+        course: Course,
+        limits: oslimits.Limits,
+        work: Path,
+        display: Display,
+        schedule: Schedule | None = None,
+    ):
         self.course = course
+        self.schedule = schedule or Schedule.for_course(course.config)
         self.limits = limits
         self.work = work
         self.display = display
@@ -136,7 +151,15 @@ class ClassGrading:
         graded = result.graded
         notes = compose_notes(result, result.history, self.limits, autograded)
         try:
-            totals = merge(self.course, sub.student, sub.assignment, sub.folder, autograded, graded)
+            totals = merge(
+                self.course,
+                sub.student,
+                sub.assignment,
+                sub.folder,
+                autograded,
+                graded,
+                self.schedule,
+            )
         except Exception as exc:  # the gradebook could not be written: a grader failure
             self.failures.append(
                 f"{task.label}: could not write the gradebook: {type(exc).__name__}: {exc}"
@@ -253,11 +276,13 @@ def grade(
     progress: bool = True,
     subreaper: bool = False,
     scheduler=None,
+    schedule: Schedule | None = None,
 ) -> GradeReport:
     """Grade pending submissions (all selected ones with ``force``); see the module doc.
     ``scheduler``: the Dask cluster to grade on (an address, a scheduler file,
     ``dask-gateway:NAME``, a ``Client`` or a cluster object; see ``cluster.Cluster``),
-    else a local cluster of ``jobs`` workers."""
+    else a local cluster of ``jobs`` workers. ``schedule``: the due dates and extensions
+    written into the gradebook (default: the course's ``c.Schedule``)."""
     started = time.monotonic()
     stream = stream or sys.stdout
     course = open_course(root, db_url)
@@ -270,6 +295,7 @@ def grade(
             f"no assignment {', '.join(unknown)} in {course.source} "
             f"(there are: {', '.join(course.assignments())})"
         )
+    schedule = (schedule or Schedule.for_course(course.config)).check(course.assignments())
     with course_lock(course):
         clean_leftovers(course)
         subs, problems = discover(course, assignments, students)
@@ -291,6 +317,7 @@ def grade(
                 started,
                 subreaper,
                 scheduler,
+                schedule,
             )
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -309,9 +336,11 @@ def _grade(
     started: float,
     subreaper: bool,
     scheduler,
+    schedule: Schedule,
 ) -> GradeReport:
     cache_alembic_version()
     used = sorted({s.assignment for s in subs})
+    sync_schedule(course, schedule, used)  # due dates and extensions, graded again or not
     graders = {a: grader_digest(a, course.source) for a in used}
     candidates = []  # (submission, digest, its record if that is current)
     for sub in subs:
@@ -325,7 +354,7 @@ def _grade(
         )
         candidates.append((sub, digest, rec if current else None))
     display = Display(0, stream, enabled=progress)
-    grading = ClassGrading(course, limits, work, display)
+    grading = ClassGrading(course, limits, work, display, schedule)
     token = run_token()
     pending = sum(1 for _, _, rec in candidates if rec is None)
     cluster = Cluster(scheduler, min(jobs, max(1, pending)), work, token)

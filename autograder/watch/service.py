@@ -35,7 +35,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..course import Course, open_course
@@ -92,10 +92,9 @@ class Watcher:
         self.assignments = self.course.assignments()
         for a in self.assignments:
             self.settings.level(a, self.assignments)  # a wrong c.Watch.early fails now
+        self.schedule = Schedule.for_course(self.course.config).check(self.assignments)
         self.due = {
-            a: d["due"]
-            for a, d in Schedule.for_course(self.course.config)._checked(self.assignments).items()
-            if "due" in d
+            a: d["due"] for a, d in self.schedule._checked(self.assignments).items() if "due" in d
         }
         # Work left by an earlier run: received, or graded but not what the gradebook holds.
         self.pending: set[tuple[str, str]] = set()
@@ -279,9 +278,9 @@ class Watcher:
         assignment's at once on all cores; early pages straight from the graded notebook."""
         from ..feedback.pages import feedback
 
-        for assignment in sorted({a for _, a, _, _ in done}):
-            level = self.level(assignment)
-            mine = [(s, h, e) for s, a, h, e in done if a == assignment]
+        level_of = {(s, a): self.level(a, s) for s, a, _, _ in done}
+        for assignment, level in sorted({(a, lv) for (_, a), lv in level_of.items()}):
+            mine = [(s, h, e) for s, a, h, e in done if (a, level_of[s, a]) == (assignment, level)]
             if level == "all":
                 made = feedback(
                     [assignment],
@@ -324,8 +323,15 @@ class Watcher:
             )
             _write(folder / f"{name}.html", early.with_history(text, section))
 
-    def level(self, assignment: str) -> str:
+    def level(self, assignment: str, student: str | None = None) -> str:
+        """What the student's pages show: the usual page once their due date (with
+        their extension, ``c.Schedule.extensions``) has passed, else the early level."""
         due = self.due.get(assignment)
+        extended = self.schedule._extension(assignment, student)
+        if isinstance(extended, timedelta):
+            due = None if due is None else due + extended
+        elif extended is not None:
+            due = extended
         if due is not None and datetime.now(due.tzinfo) > due:  # naive, or with an offset
             return "all"
         return self.settings.level(assignment, self.assignments)
