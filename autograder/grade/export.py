@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .spreadsheet import write_csv
+from ..spreadsheet import write_csv
 
 GRADES_HEADER = [
     "student",
