@@ -156,10 +156,16 @@ def _feedback(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from .grade.export import export
 
-    paths = export(args.assignments or None, root=args.course, db_url=args.db, to=args.to)
-    for path in paths:
+    written = export(
+        args.assignments or None, root=args.course, db_url=args.db, out=args.out, to=args.to
+    )
+    for path in written:
         print(f"wrote {path}")
-    return ExitCode.OK
+    for line in written.notes:
+        print(f"note: {line}")
+    for line in written.problems:
+        print(f"problem: {line}")
+    return ExitCode.PROBLEMS if written.problems else ExitCode.OK
 
 
 @_guard
@@ -397,13 +403,23 @@ def add_grading_commands(sub) -> None:
 
     p = sub.add_parser(
         "export",
-        help="grades CSV and per-test-cell CSV from the gradebook",
-        description="Write grades.csv (student, assignment, score, max_score, ...) and "
-        "cells.csv (one row per test cell) from nbgrader's gradebook.",
+        help="grades as CSV, or as Canvas's or Moodle's gradebook import file",
+        description="Write grades.csv (student, assignment, score, max_score, ...), "
+        "cells.csv (one row per test cell) and items.csv (quiz item statistics) from "
+        "nbgrader's gradebook; with --to canvas or --to moodle, canvas.csv or moodle.csv "
+        "to import into the LMS's gradebook, students named by roster.csv (exit code 1: "
+        "some students could not be named and are listed).",
     )
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     p.add_argument(
-        "--to", metavar="DIR", default=None, help="output folder (default: <course>/exports)"
+        "--to",
+        metavar="FORMAT",
+        default="csv",
+        help="csv (default), canvas (Canvas's gradebook import CSV) or moodle (Moodle's "
+        "grade import CSV)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output folder (default: <course>/exports)"
     )
     _common(p)
     p.set_defaults(run=_export)
