@@ -397,3 +397,31 @@ def test_a_moodle_student_not_in_the_roster_is_refused_with_the_reason(tmp_path)
     report = col.collect(A, [str(download)], root=course)
     assert _submitted(course) == {}
     assert "no student named 'Alan Turing' in roster.csv" in _notes(report)
+
+
+# ---- the demo's Canvas class -------------------------------------------------------------------
+
+
+def test_the_demo_class_comes_from_canvas_by_its_roster(tmp_path):
+    """The demo's Canvas gradebook export, imported as the roster, files each of its
+    Canvas-named uploads (lovelaceada_1000_...) under the student's SIS Login ID (ada)."""
+    from autograder import demo
+
+    downloads = tmp_path / "downloads"
+    gradebook = demo.canvas_gradebook(["01_value", "02_backward"], downloads)
+    assert gradebook.read_bytes().startswith(b"\xef\xbb\xbfStudent,ID,SIS User ID,SIS Login ID,")
+    course = tmp_path / "course"
+    report = ro.import_roster(course, gradebook)
+    assert report.problems == [] and report.source == "canvas"
+    students = _ids(course)
+    assert sorted(students) == sorted(name for name, _, _ in demo.STUDENTS)
+    assert students["ada"] == ro.Student(
+        "ada", "Lovelace, Ada", "", "1000", "20261000", "ada", demo.SECTION
+    )
+    (zipped,) = demo.build(["01_value"], downloads).values()
+    with zipfile.ZipFile(zipped) as zf:
+        assert f"lovelaceada_1000_5000_{NB}" in zf.namelist()
+        assert f"liskovbarbara_late_1007_5007_{NB}" in zf.namelist()
+    filed = col.collect(A, [str(zipped)], pattern="canvas", root=course)
+    assert filed.roster_added == [] and filed.not_placed == [], _notes(filed)
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == sorted(students)
