@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import ROOT
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
 from traitlets.config import Config
 
 from autograder.errors import GraderError
@@ -202,3 +202,45 @@ def test_export_command_formats_and_folders(course, tmp_path):
         f"error: --to {str(tmp_path)!r}: the format is csv, canvas or moodle; the output "
         "folder is --out DIR"
     ]
+
+
+@pytest.mark.slow
+def test_three_commands_from_a_canvas_download_to_the_canvas_gradebook(tmp_path):
+    """No roster: collect adds the Canvas users it meets (two of them with one login part),
+    grade grades, export --to canvas names them by Canvas user id."""
+    import os
+    import zipfile
+
+    root = ScratchCourse(tmp_path / "course", ["01_value"]).path
+    solution, blank = notebook_path(SOLUTIONS, "01_value"), notebook_path(NOTEBOOKS, "01_value")
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as zf:
+        zf.writestr(f"smithjane_1001_71_{solution.name}", solution.read_bytes())
+        zf.writestr(f"smithjane_1002_72_{solution.name}", blank.read_bytes())
+    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "autograder", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
+    collected = run("collect", "01_value", str(download), "--pattern", "canvas")
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "added to roster.csv: smithjane-1001 (Canvas user 1001" in collected.stdout
+    graded = run("grade", "--cell-timeout", "30")
+    assert graded.returncode in (0, 1), graded.stdout[-3000:] + graded.stderr[-3000:]
+    exported = run("export", "--to", "canvas")
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    rows = _rows(root / "exports" / "canvas.csv", "utf-8-sig")
+    most = rows[1][5]
+    assert rows[0] == [*["Student", "ID", "SIS User ID", "SIS Login ID", "Section"], "01_value"]
+    assert rows[2:] == [
+        ["smithjane-1001", "1001", "", "", "", most],
+        ["smithjane-1002", "1002", "", "", "", "0"],
+    ]
+    assert float(most) > 0
