@@ -19,7 +19,10 @@ from autograder.grade.export import GRADES_HEADER, export
 from autograder.grade.lms import write_lms
 from autograder.roster import Roster, Student, write_roster
 
-pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # add_submission
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning"),  # nbgrader's add_submission
+    pytest.mark.xdist_group("lms_export"),  # one gradebook for the module's tests
+]
 
 JANE = 'Smith, "JJ" Jane'
 ROSTER = [
