@@ -223,7 +223,9 @@ def add_grading_commands(sub) -> None:
         help="file LMS downloads or notebooks named by student into submitted/",
         description="Unpack LMS zip downloads (or take a folder of notebooks) and file each "
         "notebook as submitted/<student>/<assignment>/<notebook>.ipynb with "
-        "nbgrader's zip_collect. Every file that could not be placed is listed.",
+        "nbgrader's zip_collect, under the student's id in roster.csv (Canvas: by the "
+        "Canvas user id in the file name, adding users the roster lacks; Moodle: by name, "
+        "or by --worksheet). Every file that could not be placed is listed.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=PATTERN_HELP,
     )

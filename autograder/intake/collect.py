@@ -75,8 +75,10 @@ assignment has one notebook: any .ipynb is taken as that one); (?P<timestamp>...
 optional (when a student has several copies, the newest is kept). Presets:
   folders  alice/value.ipynb             a folder per student (alice/work/value.ipynb too)
   student  alice.ipynb                   files named by student (one-notebook assignments)
-  canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...)
-  moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb
+  canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...): the student with
+           Canvas user id 12345 in roster.csv (added to it when new)
+  moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb: the roster's one Jane
+           Smith (two: give --worksheet); without a roster, "Jane Smith"
   auto     (default) for each PATH, the preset naming most of its top-level entries
 Examples:
   python -m autograder collect 01_value ~/Downloads/submissions.zip --pattern canvas
