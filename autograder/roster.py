@@ -230,9 +230,12 @@ def read_roster(root: Path) -> Roster:
         return Roster()
     header, rows = read_table(path, ",")
     unknown = [h for h in header if h not in HEADER]
-    if "id" not in header or unknown:
-        what = f"unknown column {unknown[0]!r}" if unknown else "no id column"
-        raise RosterError(f"{path}: line 1: {what}; the header is {','.join(HEADER)}")
+    if "id" not in header:
+        raise RosterError(f"{path}: line 1: no header (id,...); the header is {','.join(HEADER)}")
+    if unknown:
+        raise RosterError(
+            f"{path}: line 1: unknown column {unknown[0]!r}; the header is {','.join(HEADER)}"
+        )
     if len(set(header)) != len(header):
         raise RosterError(f"{path}: line 1: a column is named twice")
     roster = Roster()
@@ -466,7 +469,11 @@ def merge(
             )
             continue
         student = replace(inc.student, id=sid)
-        roster.add(student)
+        try:
+            roster.add(student)
+        except RosterError as exc:
+            report.problems.append(f"{where} line {inc.line}: {exc}")
+            continue
         report.added.append(student)
 
 

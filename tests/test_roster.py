@@ -103,7 +103,8 @@ def test_roster_lookups(tmp_path):
 @pytest.mark.parametrize(
     "text, problem",
     [
-        ("name,email\nAda,a@b\n", "line 1: no id column"),
+        ("name,email\nAda,a@b\n", "line 1: no header (id,...)"),
+        ("ada,Ada Lovelace\n", "line 1: no header (id,...)"),
         ("id,name,notes\nada,Ada,x\n", "line 1: unknown column 'notes'"),
         ("id,name\nada,Ada\nbob,Bob\nada,Ada again\n", "line 4: duplicate id 'ada'"),
         ("id,name\nada,Ada\nADA,Ada\n", "line 3: duplicate id 'ADA' (the same as 'ada'"),
