@@ -134,3 +134,9 @@ c.CourseDirectory.ignore = [
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Which LMS column each assignment's grades go to in `python -m autograder export --to canvas`
+# and `--to moodle` (autograder/grade/lms.py; default: a column named after the assignment,
+# "Assignment: <name> (Real)" for Moodle). For example, existing assignments:
+# c.LMS.canvas_columns = {"01_value": "Lesson 1: The Value node (4401)"}  # as Canvas exports it
+# c.LMS.moodle_columns = {"01_value": "Assignment: Lesson 1"}  # as Moodle's import lists it

@@ -32,6 +32,17 @@ def _common(p: argparse.ArgumentParser, db: bool = True) -> None:
         )
 
 
+def _course_here(p: argparse.ArgumentParser) -> None:
+    """--course on a sub-subcommand too (``roster import FILE --course DIR``), without
+    hiding one given before it (``roster --course DIR import FILE``)."""
+    p.add_argument(
+        "--course",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="course folder (default: the repository root)",
+    )
+
+
 def _limits(args: argparse.Namespace):
     """``Limits``' defaults, the course's settings (``c.Limits`` in nbgrader_config.py),
     then what the command line gave."""
@@ -114,7 +125,12 @@ def _collect(args: argparse.Namespace) -> int:
     from .intake.collect import collect, print_collect_report
 
     report = collect(
-        args.assignment, args.paths, pattern=args.pattern, root=args.course, force=args.force
+        args.assignment,
+        args.paths,
+        pattern=args.pattern,
+        root=args.course,
+        force=args.force,
+        worksheet=args.worksheet,
     )
     print_collect_report(report)
     return report.exit_code
@@ -140,9 +156,46 @@ def _feedback(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from .grade.export import export
 
-    paths = export(args.assignments or None, root=args.course, db_url=args.db, to=args.to)
-    for path in paths:
+    written = export(
+        args.assignments or None, root=args.course, db_url=args.db, out=args.out, to=args.to
+    )
+    for path in written:
         print(f"wrote {path}")
+    for line in written.notes:
+        print(f"note: {line}")
+    for line in written.problems:
+        print(f"problem: {line}")
+    return ExitCode.PROBLEMS if written.problems else ExitCode.OK
+
+
+@_guard
+def _roster(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .course import ROOT
+    from .roster import (
+        ROSTER,
+        import_roster,
+        print_import_report,
+        read_roster,
+        roster_notes,
+    )
+
+    root = Path(args.course or ROOT)
+    if getattr(args, "file", None):
+        report = import_roster(root, Path(args.file), args.source)
+        print_import_report(report)
+        return report.exit_code
+    roster = read_roster(root)
+    if not (root / ROSTER).exists():
+        print(
+            f"no {root / ROSTER} yet: `roster import FILE` makes it from a Canvas or Moodle "
+            "export (and collecting a Canvas download adds its students)"
+        )
+        return ExitCode.OK
+    print(f"{root / ROSTER}: {len(roster)} students")
+    for note in roster_notes(roster):
+        print(f"note: {note}")
     return ExitCode.OK
 
 
@@ -170,7 +223,9 @@ def add_grading_commands(sub) -> None:
         help="file LMS downloads or notebooks named by student into submitted/",
         description="Unpack LMS zip downloads (or take a folder of notebooks) and file each "
         "notebook as submitted/<student>/<assignment>/<notebook>.ipynb with "
-        "nbgrader's zip_collect. Every file that could not be placed is listed.",
+        "nbgrader's zip_collect, under the student's id in roster.csv (Canvas: by the "
+        "Canvas user id in the file name, adding users the roster lacks; Moodle: by name, "
+        "or by --worksheet). Every file that could not be placed is listed.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=PATTERN_HELP,
     )
@@ -189,8 +244,49 @@ def add_grading_commands(sub) -> None:
         action="store_true",
         help="replace submissions already collected even if they are newer",
     )
+    p.add_argument(
+        "--worksheet",
+        metavar="FILE",
+        default=None,
+        help="Moodle's grading worksheet of this assignment (CSV): tells apart students "
+        "of one name, by their email in roster.csv",
+    )
     _common(p, db=False)
     p.set_defaults(run=_collect)
+
+    p = sub.add_parser(
+        "roster",
+        help="the class list (roster.csv): students by stable id, imported from the LMS",
+        description="Without a subcommand (or with `show`): how many students roster.csv "
+        "holds, and what to know about it. `import FILE`: merge a Canvas gradebook export "
+        "or a Moodle grades export into roster.csv; students already there keep their id, "
+        "new ones get one, no row is ever dropped. Exit code 1: some rows could not be "
+        "taken (each is listed).",
+    )
+    _common(p, db=False)
+    p.set_defaults(run=_roster, file=None)
+    roster_sub = p.add_subparsers(dest="roster_command", metavar="SUBCOMMAND")
+    q = roster_sub.add_parser("show", help="count the students and list what to know")
+    _course_here(q)
+    q.set_defaults(run=_roster, file=None)
+    q = roster_sub.add_parser(
+        "import",
+        help="merge a Canvas gradebook export or a Moodle grades export into roster.csv",
+        description="Canvas: Grades > Export > Export Entire Gradebook (a CSV). Moodle: "
+        "Grades > Export > Plain text file. New students get an id from the export "
+        "(Canvas: SIS Login ID, else SIS User ID, else the name; Moodle: ID number, else "
+        "the email before the @, else the name).",
+    )
+    q.add_argument("file", metavar="FILE", help="the exported CSV file")
+    q.add_argument(
+        "--from",
+        dest="source",
+        choices=("canvas", "moodle", "auto"),
+        default="auto",
+        help="which LMS wrote FILE (default: auto, from its header)",
+    )
+    _course_here(q)
+    q.set_defaults(run=_roster)
 
     p = sub.add_parser(
         "watch",
@@ -309,13 +405,23 @@ def add_grading_commands(sub) -> None:
 
     p = sub.add_parser(
         "export",
-        help="grades CSV and per-test-cell CSV from the gradebook",
-        description="Write grades.csv (student, assignment, score, max_score, ...) and "
-        "cells.csv (one row per test cell) from nbgrader's gradebook.",
+        help="grades as CSV, or as Canvas's or Moodle's gradebook import file",
+        description="Write grades.csv (student, assignment, score, max_score, ...), "
+        "cells.csv (one row per test cell) and items.csv (quiz item statistics) from "
+        "nbgrader's gradebook; with --to canvas or --to moodle, canvas.csv or moodle.csv "
+        "to import into the LMS's gradebook, students named by roster.csv (exit code 1: "
+        "some students could not be named and are listed).",
     )
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     p.add_argument(
-        "--to", metavar="DIR", default=None, help="output folder (default: <course>/exports)"
+        "--to",
+        metavar="FORMAT",
+        default="csv",
+        help="csv (default), canvas (Canvas's gradebook import CSV) or moodle (Moodle's "
+        "grade import CSV)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output folder (default: <course>/exports)"
     )
     _common(p)
     p.set_defaults(run=_export)

@@ -16,8 +16,12 @@ assignment with a generated ``solutions/`` and ``notebooks/`` folder, eight stud
 Quizzes give every student a variant of their own: each honest student's quiz notebook
 holds plain answers to their own variant, as if they had typed them (``worked_quiz``).
 
-as a Canvas-style zip per assignment. Then it runs what an instructor runs: ``collect``,
-``grade``, ``feedback``, ``export``, and prints the class table.
+The class's work is written as a Canvas-style zip per assignment (files named
+``<login part>_<Canvas user id>_...``, ``lovelaceada_1000_5000_value.ipynb``), beside the
+gradebook export Canvas would give for the class (``canvas-gradebook.csv``, SIS Login IDs
+ada, katherine, ...). Then it runs what an instructor runs: ``roster import`` (so ada's
+upload is filed as ada, by her Canvas user id), ``collect``, ``grade``, ``feedback``,
+``export`` and ``export --to canvas``, and prints the class table.
 
 The demo class has dates of its own, given to those commands as a ``Schedule``
 (``demo_schedule``) rather than written into the repository's nbgrader_config.py, which
@@ -58,6 +62,21 @@ STUDENTS = [
     ("edsger", "ada's quiz, copied", "loses the quiz"),
 ]
 CANVAS_IDS = {name: (1000 + i, 5000 + i) for i, (name, _, _) in enumerate(STUDENTS)}
+# (first name, last name): Canvas's download names files by "<last><first>"; the ids stay
+# the SIS Login IDs (ada, ...) through the roster
+NAMES = {
+    "ada": ("Ada", "Lovelace"),
+    "katherine": ("Katherine", "Johnson"),
+    "grace": ("Grace", "Hopper"),
+    "linus": ("Linus", "Torvalds"),
+    "margaret": ("Margaret", "Hamilton"),
+    "alan": ("Alan", "Turing"),
+    "dennis": ("Dennis", "Ritchie"),
+    "barbara": ("Barbara", "Liskov"),
+    "edsger": ("Edsger", "Dijkstra"),
+}
+SECTION = "Autograd from Scratch (demo)"
+CANVAS_ASSIGNMENT_IDS = 4400  # the demo's assignments in Canvas: 4401, 4402, ...
 
 
 LATE_POLICY = {"per_day": 0.1}
@@ -221,9 +240,15 @@ def submissions_for(assignment: str) -> dict[str, dict[str, bytes]]:
     return out
 
 
-def build(assignments: list[str]) -> dict[str, Path]:
-    """demo-class/downloads/<assignment>.zip, named the way Canvas names files."""
-    downloads = DEMO / "downloads"
+def canvas_login_part(student: str) -> str:
+    """The start of a Canvas download's file names: the student's name, last name first,
+    lower case, without spaces (``lovelaceada``)."""
+    first, last = NAMES[student]
+    return f"{last}{first}".lower().replace(" ", "")
+
+
+def build(assignments: list[str], downloads: Path = DEMO / "downloads") -> dict[str, Path]:
+    """downloads/<assignment>.zip, named the way Canvas names files."""
     downloads.mkdir(parents=True, exist_ok=True)
     zips = {}
     for a in assignments:
@@ -233,9 +258,46 @@ def build(assignments: list[str]) -> dict[str, Path]:
                 user, sub = CANVAS_IDS[student]
                 late = "late_" if student == "barbara" else ""
                 for name, data in files.items():
-                    zf.writestr(f"{student}_{late}{user}_{sub}_{name}", data)
+                    zf.writestr(f"{canvas_login_part(student)}_{late}{user}_{sub}_{name}", data)
         zips[a] = path
     return zips
+
+
+def points_possible(assignment: str) -> float:
+    """An assignment's points, as its Canvas assignment would have them."""
+    total = 0.0
+    for path in sorted((SOLUTIONS / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            md = cell.get("metadata", {}).get("nbgrader", {})
+            if md.get("grade"):
+                total += float(md.get("points") or 0)
+    return total
+
+
+def canvas_gradebook(assignments: list[str], downloads: Path = DEMO / "downloads") -> Path:
+    """downloads/canvas-gradebook.csv: the class's gradebook export as Canvas gives it
+    before anything is graded (Grades > Export): a byte order mark, the fixed columns,
+    one column per assignment with its Canvas id, the read-only totals, the Points
+    Possible row, students by sortable name, and Student View's Test Student."""
+    from .spreadsheet import write_csv
+
+    totals = ["Current Score", "Unposted Current Score", "Final Score", "Unposted Final Score"]
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    header += [f"{a} ({CANVAS_ASSIGNMENT_IDS + i})" for i, a in enumerate(assignments, 1)]
+    header += ["Current Points", "Final Points", *totals]
+    rows = [
+        ["    Points Possible", "", "", "", ""]
+        + [f"{points_possible(a):.2f}" for a in assignments]
+        + ["(read only)"] * (2 + len(totals))
+    ]
+    blank = [""] * len(assignments) + ["0.00", "0.00", "", "", "0.00", "0.00"]
+    for student, _, _ in sorted(STUDENTS, key=lambda s: NAMES[s[0]][::-1]):
+        first, last = NAMES[student]
+        user, _ = CANVAS_IDS[student]
+        rows.append([f"{last}, {first}", user, f"2026{user}", student, SECTION, *blank])
+    rows.append(["Student, Test", 1999, "", "", SECTION, *blank])
+    downloads.mkdir(parents=True, exist_ok=True)
+    return write_csv(downloads / "canvas-gradebook.csv", header, rows, bom=True)
 
 
 def stamp(assignments: list[str]) -> None:
@@ -264,6 +326,7 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     from .grade.run import grade
     from .intake.collect import collect, print_collect_report
     from .kernel.limits import Limits
+    from .roster import import_roster, print_import_report
 
     started = time.monotonic()
     assignments = demo_assignments()
@@ -277,6 +340,16 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         f"{len(assignments)} assignment(s): {', '.join(assignments)}"
     )
     zips = build(assignments)
+    gradebook = canvas_gradebook(assignments)
+    print(f"\n== roster import {gradebook.relative_to(ROOT)} (Canvas's gradebook export)")
+    imported = import_roster(DEMO, gradebook)
+    if imported.problems:
+        print_import_report(imported)
+        return ExitCode.FAILED
+    print(
+        f"{imported.total} students in demo-class/roster.csv, by SIS Login ID "
+        f"({', '.join(s.id for s in imported.added) or 'none new'})"
+    )
     print("\n== collect ASSIGNMENT demo-class/downloads/ASSIGNMENT.zip --pattern canvas")
     for a, path in zips.items():
         report = collect(a, [str(path)], pattern="canvas", root=DEMO, force=True)
@@ -309,10 +382,15 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     for line in fb.problems + fb.failures:
         print(f"problem: {line}")
     print(f"{len(fb.written)} feedback page(s) in {(DEMO / 'feedback').relative_to(ROOT)}/")
-    print("\n== export")
+    print("\n== export, export --to canvas")
     written = export(root=DEMO, schedule=schedule)
     for path in written:
         print(f"wrote {path.relative_to(ROOT)}")
+    canvas = export(root=DEMO, to="canvas", schedule=schedule)
+    for path in canvas:
+        print(f"wrote {path.relative_to(ROOT)} (Canvas: Grades > Import)")
+    for line in canvas.problems:
+        print(f"problem: {line}")
     print(late_summary(written[0], schedule))
 
     print("\n== the class\n")

@@ -1,4 +1,5 @@
-"""``python -m autograder export``: the gradebook as two CSV files.
+"""``python -m autograder export``: the gradebook as CSV files (``--to csv``, the default),
+or as the LMS's gradebook import file (``--to canvas``, ``--to moodle``: grade/lms.py).
 
 - ``grades.csv``: one row per student and assignment: ``student, assignment, score,
   max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no),
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .spreadsheet import write_csv
+from ..spreadsheet import write_csv
 
 GRADES_HEADER = [
     "student",
@@ -66,9 +67,29 @@ def _num(x) -> str:
     return f"{x:g}"
 
 
-def export(assignments=None, *, root=None, db_url=None, to=None, schedule=None) -> list[Path]:
-    """The CSV files (module docstring); ``schedule``: the due dates, extensions and late
-    policy to apply (default: the course's ``c.Schedule``)."""
+class Exported(list):
+    """The files ``export`` wrote (a list of paths), and ``problems``: students an LMS
+    file had to leave out, one line each (exit code 1); ``notes``: what else to know."""
+
+    def __init__(self, paths=(), problems=(), notes=()):
+        super().__init__(paths)
+        self.problems, self.notes = list(problems), list(notes)
+
+
+def export(
+    assignments=None, *, root=None, db_url=None, out=None, to="csv", schedule=None
+) -> Exported:
+    """Write ``to`` (``csv``: grades.csv, cells.csv, items.csv; ``canvas``, ``moodle``: the
+    LMS's import file, grade/lms.py) into ``out`` (default: <course>/exports).
+    ``schedule``: the due dates, extensions and late policy to apply (default: the
+    course's ``c.Schedule``)."""
+    from ..errors import GraderError
+    from .lms import FORMATS
+
+    if to not in FORMATS:
+        raise GraderError(
+            f"--to {to!r}: the format is csv, canvas or moodle; the output folder is --out DIR"
+        )
     from nbgrader.api import Gradebook, MissingEntry
 
     from ..course import open_course
@@ -78,7 +99,7 @@ def export(assignments=None, *, root=None, db_url=None, to=None, schedule=None) 
     course = open_course(root, db_url)
     schedule = (schedule or Schedule.for_course(course.config)).check(course.assignments())
     policy = schedule.policy()
-    out = Path(to) if to else course.root / "exports"
+    out = Path(out) if out else course.root / "exports"
     out.mkdir(parents=True, exist_ok=True)
     grades, cells = [], []
     with Gradebook(course.db_url, course.course_id) as gb:
@@ -139,11 +160,18 @@ def export(assignments=None, *, root=None, db_url=None, to=None, schedule=None) 
                                 _num(grade.max_score),
                             ]
                         )
-    return [
-        write_csv(out / "grades.csv", GRADES_HEADER, grades),
-        write_csv(out / "cells.csv", CELLS_HEADER, cells),
-        write_csv(out / "items.csv", ITEMS_HEADER, item_rows(cells)),
-    ]
+    if to != "csv":
+        from .lms import write_lms
+
+        path, problems, notes = write_lms(to, course, out, GRADES_HEADER, grades)
+        return Exported([path], problems, notes)
+    return Exported(
+        [
+            write_csv(out / "grades.csv", GRADES_HEADER, grades),
+            write_csv(out / "cells.csv", CELLS_HEADER, cells),
+            write_csv(out / "items.csv", ITEMS_HEADER, item_rows(cells)),
+        ]
+    )
 
 
 def item_rows(cells: list[list[str]]) -> list[list[str]]:

@@ -1,38 +1,6 @@
-"""Every CSV the course writes for a spreadsheet goes through ``write_csv`` here.
+"""Moved to ``autograder/spreadsheet.py`` (the roster writes CSV too, outside ``grade/``);
+kept so ``from .spreadsheet import write_csv`` in ``grade/`` goes on working."""
 
-A cell a spreadsheet reads as a formula runs when the file is opened: a student id such as
-``=2+5`` or ``=HYPERLINK(...)``, or a note quoting a student's error message, would compute or
-link in the instructor's grade sheet. Following OWASP's advice on CSV injection, a cell that
-starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (or their full-width forms,
-which some spreadsheets also accept) gets a leading ``'``, which spreadsheets show as text;
-a genuine number (``-1.5``, ``+3``, ``2e-3``) is left alone so it stays a number.
-"""
+from ..spreadsheet import FORMULA_STARTS, NUMBER, read_cell, safe_cell, write_csv
 
-from __future__ import annotations
-
-import csv
-import re
-from collections.abc import Iterable
-from pathlib import Path
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
-NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def safe_cell(value: object) -> str:
-    """The text of one cell, never a formula."""
-    text = "" if value is None else str(value)
-    if text.startswith(FORMULA_STARTS) and not NUMBER.fullmatch(text):
-        return "'" + text
-    return text
-
-
-def write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> Path:
-    """Write a CSV atomically (a reader never sees half a file), every cell made safe."""
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow([safe_cell(c) for c in header])
-        writer.writerows([safe_cell(c) for c in row] for row in rows)
-    tmp.replace(path)
-    return path
+__all__ = ["FORMULA_STARTS", "NUMBER", "read_cell", "safe_cell", "write_csv"]

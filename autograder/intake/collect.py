@@ -12,7 +12,15 @@ The student is decided by the top-level name in the PATH only: that is the LMS's
 an upload (Canvas's ``<login>_<id>_<id>_<file>``, Moodle's folder), while everything
 inside an upload is the student's own, so a file or zip entry there named after another
 student stays the uploader's. ``--pattern auto`` picks one preset per PATH from its top
-level. Uploads from different students claiming one id (other LMS ids, or ids differing
+level.
+
+Students are then named by the class's roster (roster.csv, ``autograder/roster.py``): a
+Canvas upload goes to the student with the Canvas user id in its name (a Canvas user not
+in the roster is added to it, so two Canvas users with one login part stay two students);
+a Moodle upload, whose number is only a participant number of the assignment, goes to the
+one student of that name, or with Moodle's grading worksheet to the student of that
+email. Without a roster, a Moodle upload is filed under the name, as other patterns are.
+Uploads from different students still claiming one id (other LMS ids, or ids differing
 only in case or Unicode form) are all refused. Files are first collected into a scratch
 course, then moved into the real ``submitted/``: a student whose submission is already
 there and differs is left alone unless ``--force``. Every file that is not placed is
@@ -27,7 +35,6 @@ import re
 import shutil
 import sys
 import tempfile
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +43,12 @@ from traitlets import Dict
 
 from ..course import open_course
 from ..errors import ExitCode, GraderError
+from ..roster import ROSTER, Roster, Student, clean_student_id, fold, read_roster, write_roster
 from .archive_readers import fix_zip_name
 from .archives import unpack
-from .discovery import GLOB_CHARS, folder_digest
+from .discovery import folder_digest
+
+__all__ = ["clean_student_id", "collect", "fold", "print_collect_report"]
 
 PRESETS = {
     # <student>/<notebook>.ipynb (a folder per student; notebooks at any depth inside it)
@@ -65,8 +75,10 @@ assignment has one notebook: any .ipynb is taken as that one); (?P<timestamp>...
 optional (when a student has several copies, the newest is kept). Presets:
   folders  alice/value.ipynb             a folder per student (alice/work/value.ipynb too)
   student  alice.ipynb                   files named by student (one-notebook assignments)
-  canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...)
-  moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb
+  canvas   smithjane_12345_678_value.ipynb  (also ..._late_12345_...): the student with
+           Canvas user id 12345 in roster.csv (added to it when new)
+  moodle   Jane Smith_123456_assignsubmission_file_/value.ipynb: the roster's one Jane
+           Smith (two: give --worksheet); without a roster, "Jane Smith"
   auto     (default) for each PATH, the preset naming most of its top-level entries
 Examples:
   python -m autograder collect 01_value ~/Downloads/submissions.zip --pattern canvas
@@ -83,6 +95,7 @@ class Placement:
     order: int = 0
     uploader: str = ""  # who the LMS says uploaded it (Canvas user id, Moodle participant)
     spelling: str = ""  # the student id as the name spells it
+    preset: str = ""  # the pattern that matched (canvas, moodle, folders, student, custom)
 
 
 @dataclass
@@ -91,6 +104,7 @@ class CollectReport:
     not_placed: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
     students: dict[str, str] = field(default_factory=dict)  # student -> new|replaced|...
     failure: str | None = None
+    roster_added: list[str] = field(default_factory=list)  # "id (Canvas user 123)"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -114,31 +128,6 @@ def _pattern(name: str) -> list[tuple[str, re.Pattern]]:
     return [("custom", compiled)]
 
 
-def clean_student_id(raw: str) -> str | None:
-    """A student's folder name (NFC, single spaces), or None when it cannot be one: a path,
-    a leading dot, nbgrader's glob characters, control or invisible characters (which
-    make an id that looks like another), more than 100 characters."""
-    raw = unicodedata.normalize("NFC", raw)
-    sid = " ".join(raw.split())
-    if (
-        not sid
-        or sid.startswith(".")
-        or len(sid) > 100
-        or "/" in sid
-        or "\\" in sid
-        or GLOB_CHARS & set(sid)
-        or any(unicodedata.category(c)[0] == "C" for c in raw)
-    ):
-        return None
-    return sid
-
-
-def fold(student: str) -> str:
-    """What two ids that could be taken for one student have in common (case, Unicode
-    compatibility forms, spacing)."""
-    return " ".join(unicodedata.normalize("NFKC", student).casefold().split())
-
-
 def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | None, str]:
     """Where a file (path relative to its PATH) goes, or why it goes nowhere."""
     from nbgrader.utils import parse_utc
@@ -151,7 +140,7 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
         return None, "not a notebook"
     if ".ipynb_checkpoints/" in rel:
         return None, "a Jupyter checkpoint copy, not the submission"
-    for _, pattern in patterns:
+    for preset, pattern in patterns:
         m = pattern.fullmatch(rel)
         if m is None:
             continue
@@ -190,6 +179,7 @@ def match_file(rel: str, patterns, notebooks: list[str]) -> tuple[Placement | No
             stamp,
             uploader=groups.get("uploader") or "",
             spelling=groups["student_id"],
+            preset=preset,
         ), ""
     return None, "the file name does not match the pattern"
 
@@ -208,8 +198,18 @@ def choose_preset(rels: list[str], notebooks: list[str]) -> list[tuple[str, re.P
 
 
 def collect(
-    assignment: str, paths: list[str], *, pattern: str = "auto", root=None, force: bool = False
+    assignment: str,
+    paths: list[str],
+    *,
+    pattern: str = "auto",
+    root=None,
+    force: bool = False,
+    worksheet: str | None = None,
 ) -> CollectReport:
+    """File ``paths`` for ``assignment`` (module docstring). With a roster (roster.csv),
+    Canvas uploads are filed under the id of the student with that Canvas user id (a
+    Canvas user who is not in it is added) and Moodle uploads under the id of the one
+    student of that name, or, with Moodle's grading ``worksheet``, of that email."""
     course = open_course(root)
     if assignment not in course.assignments():
         raise GraderError(f"no assignment {assignment!r} in {course.source}")
@@ -218,12 +218,24 @@ def collect(
     except ValueError as exc:
         raise GraderError(str(exc)) from exc
     notebooks = sorted(p.name for p in (course.source / assignment).glob("*.ipynb"))
+    roster = read_roster(course.root)
+    sheet = read_worksheet(Path(worksheet)) if worksheet else None
+    if sheet is not None and not len(roster):
+        raise GraderError(
+            f"--worksheet needs the class's {ROSTER} to look the emails up in: "
+            "`python -m autograder roster import` Moodle's grades export first"
+        )
     report = CollectReport()
     with tempfile.TemporaryDirectory(prefix="autograder-collect-") as tmp:
         staging = Path(tmp)
         app = _zip_collect_app(course, assignment, staging)
         extracted = Path(app._format_collect_path(app.extracted_directory))
         placements = _gather(paths, extracted, patterns, notebooks, report)
+        added = _canvas_by_id(placements, roster, report)
+        if len(roster):
+            _moodle_by_roster(placements, roster, sheet, report)
+        if added:
+            write_roster(course.root, roster)
         _refuse_ambiguous(placements, report)
         winners = _resolve_duplicates(placements, report)
         if not winners:
@@ -235,6 +247,139 @@ def collect(
             return report
         _move_into_course(course, assignment, staged, force, report)
     return report
+
+
+def _refuse(placements: dict[str, Placement], path: str, why: str, report) -> None:
+    report.not_placed.append((placements.pop(path).origin, why))
+
+
+def _canvas_by_id(placements: dict[str, Placement], roster: Roster, report) -> list[Student]:
+    """Canvas names each upload with its uploader's Canvas user id: file it under the
+    roster's student with that id. A Canvas user the roster does not have is added, with
+    the file name's login part as id, or ``<login>-<canvas id>`` for each of them when two
+    Canvas users share a login part (or the roster has it already): the same download
+    and roster always give the same ids, and no id in the roster ever changes."""
+    canvas = {path: p for path, p in placements.items() if p.preset == "canvas" and p.uploader}
+    prefixes: dict[str, str] = {}
+    for p in sorted(canvas.values(), key=lambda p: (p.order, p.origin)):
+        if roster.by_lms_id(p.uploader) is None:
+            prefixes.setdefault(p.uploader, p.student)
+    sharing: dict[str, list[str]] = defaultdict(list)
+    for uploader, prefix in prefixes.items():
+        sharing[fold(prefix)].append(uploader)
+    added = []
+    for uploader, prefix in sorted(prefixes.items(), key=lambda item: int(item[0])):
+        alone = len(sharing[fold(prefix)]) == 1 and not roster.taken(prefix)
+        sid = prefix if alone else f"{prefix}-{uploader}"
+        if clean_student_id(sid) != sid or roster.taken(sid):
+            continue  # refused below, with the reason
+        student = Student(sid, lms_id=uploader)
+        roster.add(student)
+        added.append(student)
+        how = "" if alone else f"; its login part {prefix!r} is shared or taken"
+        report.roster_added.append(f"{sid} (Canvas user {uploader}{how})")
+    for path, p in canvas.items():
+        student = roster.by_lms_id(p.uploader)
+        if student is None:
+            _refuse(
+                placements,
+                path,
+                f"Canvas user {p.uploader} could not be added to "
+                f"{ROSTER} (no free id from {p.student!r}); file it by hand",
+                report,
+            )
+            continue
+        p.student = p.spelling = student.id
+    return added
+
+
+def _moodle_by_roster(placements: dict[str, Placement], roster: Roster, sheet, report) -> None:
+    """Moodle's number in a folder name is a participant number of this assignment, not
+    a user id: file each upload under the roster's one student of that name, or, with the
+    grading worksheet (participant -> ID number or email), under that student. Uploads it
+    cannot tell apart are refused, each with the reason."""
+    for path, p in list(placements.items()):
+        if p.preset != "moodle":
+            continue
+        student, why = None, ""
+        if sheet is not None:
+            student, why = _by_worksheet(p, roster, sheet)
+        if student is None and not why:
+            named = roster.named(p.student)
+            if len(named) == 1:
+                student = named[0]
+            elif not named:
+                why = (
+                    f"no student named {p.student!r} in {ROSTER}: add them "
+                    "(roster import) and collect again, or file it by hand"
+                )
+            else:
+                why = (
+                    f"{len(named)} students in {ROSTER} are named {p.student!r} "
+                    f"({', '.join(s.id for s in named)}): give collect --worksheet "
+                    "(Moodle's grading worksheet of this assignment) to tell them apart"
+                )
+        if student is None:
+            _refuse(placements, path, f"refused: {why}", report)
+            continue
+        p.student = p.spelling = student.id
+
+
+@dataclass(frozen=True)
+class WorksheetRow:
+    line: int
+    name: str
+    email: str
+    id_number: str
+
+
+def read_worksheet(path: Path) -> dict[str, WorksheetRow]:
+    """Moodle's grading worksheet of an assignment (Assignment > View all submissions >
+    Download grading worksheet): ``Identifier`` ("Participant 123456", the number in the
+    download's folder names), ``Full name``, ``Email address`` (and ``ID number`` where
+    the site shows it): {participant number: row}."""
+    from ..roster import read_table
+
+    header, rows = read_table(path)
+    if not {"Identifier", "Full name"} <= set(header) or not (
+        {"Email address", "ID number"} & set(header)
+    ):
+        raise GraderError(
+            f"{path}: not a Moodle grading worksheet (Identifier, Full name, Email address, "
+            f"...): its header starts {', '.join(header[:4])}"
+        )
+    col = {h: i for i, h in reversed(list(enumerate(header)))}
+    out = {}
+    for line, row in rows:
+        cell = {h: row[i] for h, i in col.items() if i < len(row)}.get
+        number = re.fullmatch(r"\D*?(\d+)", cell("Identifier", ""))
+        if number is None:
+            raise GraderError(
+                f"{path}: line {line}: Identifier {cell('Identifier', '')!r} "
+                "is not 'Participant <number>'"
+            )
+        out[number.group(1)] = WorksheetRow(
+            line, cell("Full name", ""), cell("Email address", ""), cell("ID number", "")
+        )
+    return out
+
+
+def _by_worksheet(p: Placement, roster: Roster, sheet) -> tuple[Student | None, str]:
+    row = sheet.get(p.uploader)
+    if row is None:
+        return None, f"participant {p.uploader} is not in the worksheet given"
+    if fold(row.name) != fold(p.student):
+        return None, (
+            f"the worksheet's participant {p.uploader} is {row.name!r}, not "
+            f"{p.student!r}: is it this assignment's worksheet?"
+        )
+    found = roster.having("sis_id", row.id_number) if row.id_number else []
+    found = found or roster.by_email(row.email)
+    if len(found) == 1:
+        return found[0], ""
+    if found:
+        return None, f"{len(found)} students in {ROSTER} have {row.email or row.id_number}"
+    return None, ""  # not in the roster by email: the name decides
 
 
 def _gather(paths, extracted: Path, patterns, notebooks, report) -> dict[str, Placement]:
@@ -427,6 +572,8 @@ def print_collect_report(report: CollectReport, stream=None) -> None:
     stream = stream or sys.stdout
     for line in report.placed:
         print(f"collected {line}", file=stream)
+    for line in report.roster_added:
+        print(f"added to {ROSTER}: {line}", file=stream)
     counts = {}
     for state in report.students.values():
         counts[state] = counts.get(state, 0) + 1

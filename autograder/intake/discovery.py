@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..course import Course
+from ..roster import GLOB_CHARS  # nbgrader's formgrader and feedback cannot handle these in ids
 
-GLOB_CHARS = set("*?[]")  # nbgrader's formgrader and feedback cannot handle these in ids
+__all__ = ["GLOB_CHARS", "Submission", "discover", "folder_digest"]
 IGNORED = (".ipynb_checkpoints", ".DS_Store")
 
 
