@@ -1,5 +1,5 @@
 """The instructor's grading commands: ``python -m autograder
-collect|grade|feedback|export|watch|demo``.
+collect|grade|feedback|export|report|watch|demo``.
 
 Exit codes (every command, ``errors.ExitCode``): 0 done, 1 done but some submissions or
 files had problems (each one is listed), 2 the grader itself failed (or the command line
@@ -144,6 +144,15 @@ def _export(args: argparse.Namespace) -> int:
     for path in paths:
         print(f"wrote {path}")
     return ExitCode.OK
+
+
+@_guard
+def _report(args: argparse.Namespace) -> int:
+    from .report.page import print_report, report
+
+    result = report(args.assignments or None, root=args.course, db_url=args.db, out=args.out)
+    print_report(result)
+    return result.exit_code
 
 
 @_guard
@@ -319,6 +328,28 @@ def add_grading_commands(sub) -> None:
     )
     _common(p)
     p.set_defaults(run=_export)
+
+    p = sub.add_parser(
+        "report",
+        help="the class at a glance: one offline page, reports/index.html",
+        description="Write reports/index.html, one page that opens offline: the class "
+        "summary, score distributions, pass rate per exercise, the slips the hidden "
+        "tests diagnosed counted across the class, quiz item statistics, missing and late "
+        "submissions, grading time, and similar pairs of submissions (each with a "
+        "side-by-side page). Exit code 1 lists each file it could not read (the page "
+        "is written without it).",
+    )
+    p.add_argument(
+        "assignments",
+        nargs="*",
+        metavar="ASSIGNMENT",
+        help="only these assignments (default: every one graded or collected)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output folder (default: <course>/reports)"
+    )
+    _common(p)
+    p.set_defaults(run=_report)
 
     p = sub.add_parser(
         "demo",
