@@ -17,7 +17,8 @@ Quizzes give every student a variant of their own: each honest student's quiz no
 holds plain answers to their own variant, as if they had typed them (``worked_quiz``).
 
 as a Canvas-style zip per assignment. Then it runs what an instructor runs: ``collect``,
-``grade``, ``feedback``, ``export``, and prints the class table.
+``grade``, ``feedback``, ``export``, prints the class table, and ends by writing the class
+report (``report``: demo-class/reports/index.html).
 """
 
 from __future__ import annotations
@@ -244,6 +245,7 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     from .grade.run import grade
     from .intake.collect import collect, print_collect_report
     from .kernel.limits import Limits
+    from .report.page import report as class_report
 
     started = time.monotonic()
     assignments = demo_assignments()
@@ -300,13 +302,20 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     for o in sorted(graded.outcomes, key=lambda o: order.get(o.student, len(order))):
         if o.assignment == first and o.note:
             print(f"  {o.student:<10} {o.note}")
+    print("\n== report")
+    page = class_report(root=DEMO)
+    for line in page.problems:
+        print(f"problem: {line}")
     seconds = time.monotonic() - started
     print(
         f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
         "demo-class/exports/; `python -m autograder grade --course demo-class` again "
-        "changes nothing."
+        "changes nothing. The class at a glance, in any browser:"
     )
-    return ExitCode.FAILED if fb.failures else ExitCode.OK
+    print(page.path)
+    if fb.failures:
+        return ExitCode.FAILED
+    return ExitCode.PROBLEMS if page.problems else ExitCode.OK
 
 
 def class_table(outcomes, assignments: list[str]) -> str:

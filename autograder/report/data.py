@@ -86,9 +86,15 @@ class ClassData:
     verdicts: list[Verdict]
     problems: list[str]
     now: datetime
+    _by_assignment: dict[str, list[Submission]] | None = field(default=None, repr=False)
 
     def graded(self, assignment: str) -> list[Submission]:
-        return [s for (_, a), s in sorted(self.submissions.items()) if a == assignment]
+        """The assignment's graded submissions, by student."""
+        if self._by_assignment is None:
+            self._by_assignment = {}
+            for (_, a), sub in sorted(self.submissions.items()):
+                self._by_assignment.setdefault(a, []).append(sub)
+        return self._by_assignment.get(assignment, [])
 
     def is_due(self, assignment: str) -> bool:
         """Whether a student without a submission is missing it: its due date has passed

@@ -24,6 +24,7 @@ from .slips import count_slips
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NEAR_ZERO = 0.1  # a quiz item's discrimination below this is highlighted
+SHOWN_SLIPS = 20  # slips listed at once; the rest (one student each) under "more"
 
 
 @dataclass
@@ -116,6 +117,7 @@ def duration(seconds: float | None) -> str:
 def sections(data: ClassData) -> dict:
     """Every section's rows and plots, from the class's data."""
     summary = summary_rows(data)
+    slips = count_slips(data.verdicts, data.assignments)
     rates = pass_rate_rows(data)
     times = grading_time_rows(data)
     return {
@@ -133,7 +135,8 @@ def sections(data: ClassData) -> dict:
         "rate_plot": plots.pass_rates(
             {a: [(c["cell"], c["full"], c["mean"]) for c in rows] for a, rows in rates.items()}
         ),
-        "slips": count_slips(data.verdicts, data.assignments),
+        "slips": slips,
+        "shown_slips": max(SHOWN_SLIPS, sum(s.count >= 2 for s in slips)),
         "items": item_rows(data),
         "near_zero": NEAR_ZERO,
         "missing": data.missing(),
