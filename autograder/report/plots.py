@@ -148,7 +148,7 @@ def grading_times(times: dict[str, list[float]]) -> str | None:
     data = [times[a] for a in names]
     ax.boxplot(
         data,
-        vert=False,
+        orientation="horizontal",
         widths=0.6,
         flierprops={"markersize": 2, "markeredgecolor": MUTED},
         medianprops={"color": INK},
