@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..course import Course
 from ..errors import GraderError
+from .slips import MAX_MESSAGE
 
 MAX_NOTEBOOK = 64 * 1024 * 1024  # bytes: an autograded notebook larger is not read
 MAX_NOTE = 500  # characters of a record's note kept
@@ -332,10 +333,13 @@ def read_verdicts(
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             problems.append(f"{where}: unreadable autograded notebook ({_short(reason)})")
             continue
+        notebook = path.stem
         for cell in cells:
-            v = _verdict(cell, student, assignment, path.stem)
-            if v is not None:
-                out.append(v)
+            meta = cell.get("metadata") if isinstance(cell, dict) else None
+            if isinstance(meta, dict) and "autograder" in meta:  # test cells only
+                v = _verdict(meta, student, assignment, notebook)
+                if v is not None:
+                    out.append(v)
     return out
 
 
@@ -344,14 +348,9 @@ def _short(reason: object, n: int = 120) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _verdict(cell: object, student: str, assignment: str, notebook: str) -> Verdict | None:
-    from .slips import MAX_MESSAGE
-
-    if not isinstance(cell, dict):
-        return None
-    meta = cell.get("metadata")
-    if not isinstance(meta, dict):
-        return None
+def _verdict(meta: dict, student: str, assignment: str, notebook: str) -> Verdict | None:
+    """A test cell's verdict from its metadata, each value's type checked (None where
+    there is no well-formed verdict)."""
     nbg, ag = meta.get("nbgrader"), meta.get("autograder")
     if not isinstance(nbg, dict) or not isinstance(ag, dict):
         return None
