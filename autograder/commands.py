@@ -357,7 +357,7 @@ def add_grading_commands(sub) -> None:
         description="Build demo-class/ (eight synthetic students, from the real solutions: "
         "perfect, blank, typical bugs, a kernel crash, an infinite loop, a "
         "malformed notebook, a late one), collect, grade, write feedback and "
-        "CSVs, and print the table.",
+        "CSVs, print the table, and write the class report (reports/index.html).",
     )
     p.add_argument("--jobs", "-j", type=int, default=None)
     p.add_argument(

@@ -56,9 +56,9 @@ def report(
 
     started = time.perf_counter()
     course = open_course(root, db_url)
+    data = gather(course, assignments, now=now)
     out_dir = Path(out) if out else course.root / "reports"
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = gather(course, assignments, now=now)
     problems = data.problems
     pairs = similar_pairs(course, data.assignments, out_dir, problems) if similarity else None
     context = sections(data)
