@@ -121,8 +121,9 @@ def gather(
     course: Course, assignments: Iterable[str] | None = None, now: datetime | None = None
 ) -> ClassData:
     """Everything the report shows, for ``assignments`` (default: every assignment the
-    gradebook or ``submitted/`` has). Raises GraderError for an assignment the course
-    does not have or a gradebook that is not there."""
+    gradebook or ``submitted/`` has; one asked for and not there yet shows as such).
+    Raises GraderError for an assignment the course does not have or a gradebook that is
+    not there."""
     from ..grade.gradebook import cache_alembic_version
 
     wanted = list(assignments or [])
@@ -141,10 +142,8 @@ def gather(
             f"no assignment {unknown[0]!r} in this course (it has: {', '.join(sorted(known))})"
         )
     order = {a: i for i, a in enumerate(course.assignments())}
-    present = set(gb["assignments"]) | {a for _, a in pending}
-    chosen = sorted(
-        (a for a in present if not wanted or a in wanted), key=lambda a: (order.get(a, 1e9), a)
-    )
+    present = set(gb["assignments"]) | {a for _, a in pending}  # by default, what is there
+    chosen = sorted(set(wanted) or present, key=lambda a: (order.get(a, 1e9), a))
     keep = set(chosen)
     submissions = {k: s for k, s in gb["submissions"].items() if k[1] in keep}
     pending = {(s, a) for s, a in pending if a in keep and (s, a) not in submissions}
