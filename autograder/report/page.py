@@ -45,7 +45,6 @@ def report(
     db_url=None,
     out=None,
     now: datetime | None = None,
-    similarity: bool = True,
 ) -> ReportResult:
     """Write ``<out>/index.html`` (default ``<course>/reports/``) and return its path with
     the problems met on the way (each one line: an unreadable notebook or record, the
@@ -60,7 +59,7 @@ def report(
     out_dir = Path(out) if out else course.root / "reports"
     out_dir.mkdir(parents=True, exist_ok=True)
     problems = data.problems
-    pairs = similar_pairs(course, data.assignments, out_dir, problems) if similarity else None
+    pairs = similar_pairs(course, data.assignments, out_dir, problems)
     context = sections(data)
     context.update(
         course_id=course.course_id,
