@@ -50,6 +50,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/cpu_fairness.py
 	$(PY) benchmarks/grading_dask.py
 	$(PY) benchmarks/grading_on_submit.py
+	$(PY) benchmarks/class_report.py
 
 lint: setup-test
 	$(PY) -m ruff check .

@@ -1,5 +1,5 @@
 """The instructor's grading commands: ``python -m autograder
-collect|grade|feedback|export|watch|demo``.
+collect|grade|feedback|export|report|watch|demo``.
 
 Exit codes (every command, ``errors.ExitCode``): 0 done, 1 done but some submissions or
 files had problems (each one is listed), 2 the grader itself failed (or the command line
@@ -197,6 +197,15 @@ def _roster(args: argparse.Namespace) -> int:
     for note in roster_notes(roster):
         print(f"note: {note}")
     return ExitCode.OK
+
+
+@_guard
+def _report(args: argparse.Namespace) -> int:
+    from .report.page import print_report, report
+
+    result = report(args.assignments or None, root=args.course, db_url=args.db, out=args.out)
+    print_report(result)
+    return result.exit_code
 
 
 @_guard
@@ -427,12 +436,34 @@ def add_grading_commands(sub) -> None:
     p.set_defaults(run=_export)
 
     p = sub.add_parser(
+        "report",
+        help="the class at a glance: one offline page, reports/index.html",
+        description="Write reports/index.html, one page that opens offline: the class "
+        "summary, score distributions, pass rate per exercise, the slips the hidden "
+        "tests diagnosed counted across the class, quiz item statistics, missing and late "
+        "submissions, grading time, and similar pairs of submissions (each with a "
+        "side-by-side page). Exit code 1 lists each file it could not read (the page "
+        "is written without it).",
+    )
+    p.add_argument(
+        "assignments",
+        nargs="*",
+        metavar="ASSIGNMENT",
+        help="only these assignments (default: every one graded or collected)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output folder (default: <course>/reports)"
+    )
+    _common(p)
+    p.set_defaults(run=_report)
+
+    p = sub.add_parser(
         "demo",
         help="grade a small bundled class end to end and print the table",
         description="Build demo-class/ (eight synthetic students, from the real solutions: "
         "perfect, blank, typical bugs, a kernel crash, an infinite loop, a "
         "malformed notebook, a late one), collect, grade, write feedback and "
-        "CSVs, and print the table.",
+        "CSVs, print the table, and write the class report (reports/index.html).",
     )
     p.add_argument("--jobs", "-j", type=int, default=None)
     p.add_argument(

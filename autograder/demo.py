@@ -21,7 +21,8 @@ The class's work is written as a Canvas-style zip per assignment (files named
 gradebook export Canvas would give for the class (``canvas-gradebook.csv``, SIS Login IDs
 ada, katherine, ...). Then it runs what an instructor runs: ``roster import`` (so ada's
 upload is filed as ada, by her Canvas user id), ``collect``, ``grade``, ``feedback``,
-``export`` and ``export --to canvas``, and prints the class table.
+``export`` and ``export --to canvas``, prints the class table, and ends by writing the
+class report (``report``: demo-class/reports/index.html).
 
 The demo class has dates of its own, given to those commands as a ``Schedule``
 (``demo_schedule``) rather than written into the repository's nbgrader_config.py, which
@@ -324,9 +325,8 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     from .grade.display import print_report
     from .grade.export import export
     from .grade.run import grade
-    from .intake.collect import collect, print_collect_report
     from .kernel.limits import Limits
-    from .roster import import_roster, print_import_report
+    from .report.page import report as class_report
 
     started = time.monotonic()
     assignments = demo_assignments()
@@ -339,28 +339,8 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         f"== demo class in {DEMO.relative_to(ROOT)}/: {len(STUDENTS)} students x "
         f"{len(assignments)} assignment(s): {', '.join(assignments)}"
     )
-    zips = build(assignments)
-    gradebook = canvas_gradebook(assignments)
-    print(f"\n== roster import {gradebook.relative_to(ROOT)} (Canvas's gradebook export)")
-    imported = import_roster(DEMO, gradebook)
-    if imported.problems:
-        print_import_report(imported)
+    if not _roster_and_collect(assignments):
         return ExitCode.FAILED
-    print(
-        f"{imported.total} students in demo-class/roster.csv, by SIS Login ID "
-        f"({', '.join(s.id for s in imported.added) or 'none new'})"
-    )
-    print("\n== collect ASSIGNMENT demo-class/downloads/ASSIGNMENT.zip --pattern canvas")
-    for a, path in zips.items():
-        report = collect(a, [str(path)], pattern="canvas", root=DEMO, force=True)
-        if report.failure or report.not_placed:
-            print_collect_report(report)
-        if report.failure:
-            return ExitCode.FAILED
-        print(
-            f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
-            f"{len(report.not_placed)} file(s) not placed"
-        )
     stamp(assignments)
     schedule = demo_schedule(assignments)
 
@@ -401,13 +381,51 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
     for o in sorted(graded.outcomes, key=lambda o: order.get(o.student, len(order))):
         if o.assignment == first and o.note:
             print(f"  {o.student:<10} {o.note}")
+    print("\n== report")
+    page = class_report(root=DEMO)
+    for line in page.problems:
+        print(f"problem: {line}")
     seconds = time.monotonic() - started
     print(
         f"\ndemo finished in {seconds:.0f} s. Look at demo-class/feedback/<student>/ and "
         "demo-class/exports/; `python -m autograder grade --course demo-class` again "
-        "changes nothing."
+        "changes nothing. The class at a glance, in any browser:"
     )
-    return ExitCode.FAILED if fb.failures else ExitCode.OK
+    print(page.path)
+    if fb.failures:
+        return ExitCode.FAILED
+    return ExitCode.PROBLEMS if page.problems else ExitCode.OK
+
+
+def _roster_and_collect(assignments: list[str]) -> bool:
+    """The class's downloads built, the roster imported from Canvas's gradebook export and
+    every assignment collected; False (with what went wrong printed) if it failed."""
+    from .intake.collect import collect, print_collect_report
+    from .roster import import_roster, print_import_report
+
+    zips = build(assignments)
+    gradebook = canvas_gradebook(assignments)
+    print(f"\n== roster import {gradebook.relative_to(ROOT)} (Canvas's gradebook export)")
+    imported = import_roster(DEMO, gradebook)
+    if imported.problems:
+        print_import_report(imported)
+        return False
+    print(
+        f"{imported.total} students in demo-class/roster.csv, by SIS Login ID "
+        f"({', '.join(s.id for s in imported.added) or 'none new'})"
+    )
+    print("\n== collect ASSIGNMENT demo-class/downloads/ASSIGNMENT.zip --pattern canvas")
+    for a, path in zips.items():
+        report = collect(a, [str(path)], pattern="canvas", root=DEMO, force=True)
+        if report.failure or report.not_placed:
+            print_collect_report(report)
+        if report.failure:
+            return False
+        print(
+            f"{a}: {len(report.placed)} notebooks filed into demo-class/submitted/, "
+            f"{len(report.not_placed)} file(s) not placed"
+        )
+    return True
 
 
 def late_summary(grades_csv: Path, schedule) -> str:
