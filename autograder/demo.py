@@ -382,7 +382,7 @@ def demo(jobs: int | None = None, keep: bool = False) -> int:
         if o.assignment == first and o.note:
             print(f"  {o.student:<10} {o.note}")
     print("\n== report")
-    page = class_report(root=DEMO)
+    page = class_report(root=DEMO, schedule=schedule)
     for line in page.problems:
         print(f"problem: {line}")
     seconds = time.monotonic() - started

@@ -253,9 +253,24 @@ def test_missing_and_late_rows(built):
     assert "Collected but not graded yet" in part and "eve 01_value" in text(part)
     late = [text(r) for r in re.findall(r"<tr><td>.*?</tr>", part.split("<h3>Late")[1], re.S)]
     assert late == [
-        "bob 01_value 2026-09-15 03:04 3 h 05 min",
-        f"cy {QUIZ} 2026-09-24 00:00 2 d 00 h",
+        "bob 01_value 2026-09-15 03:04 3 h 05 min 3 h 05 min late; no points are taken for "
+        "lateness",
+        f"cy {QUIZ} 2026-09-24 00:00 2 d 00 h 2 days 0 h 01 min late; no points are taken "
+        "for lateness",
     ]
+
+
+@pytest.mark.xdist_group("report")
+def test_late_rows_take_the_course_late_policy_and_extensions(made, tmp_path):
+    from autograder.schedule import Schedule
+
+    schedule = Schedule(late_policy={"per_day": 0.1}, extensions={QUIZ: {"cy": 3}})
+    page = report(root=made.root, now=NOW, out=tmp_path, schedule=schedule).path.read_text()
+    part = section(page, "missing-late").split("<h3>Late")[1]
+    late = [text(r) for r in re.findall(r"<tr><td>.*?</tr>", part, re.S)]
+    # bob: 3 h late, one day started: 10% of the lesson's points; cy: within 3 more days
+    assert len(late) == 1 and late[0].startswith("bob 01_value 2026-09-15 03:04 3 h 05 min −")
+    assert "1 day started × 10% of" in late[0]
 
 
 @pytest.mark.xdist_group("report")

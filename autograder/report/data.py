@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..course import Course
 from ..errors import GraderError
+from ..schedule import LatePolicy, Schedule, late_penalty, to_utc_naive
 from .slips import MAX_MESSAGE
 
 MAX_NOTEBOOK = 64 * 1024 * 1024  # bytes: an autograded notebook larger is not read
@@ -41,7 +42,7 @@ class Submission:
     score: float
     max_score: float
     timestamp: datetime | None
-    late_seconds: float  # nbgrader's total_seconds_late (extensions included)
+    late_seconds: float  # against the student's due date (schedule.py: extensions included)
     seconds: float | None = None  # grading time, from the record
     note: str = ""
     problem: bool = False
@@ -68,9 +69,9 @@ class Late:
     student: str
     assignment: str
     seconds: float
-    submitted: str = ""  # the submission's time stamp, as the gradebook has it
-    penalty: str = ""  # e.g. "-10%" (empty: no policy applied here yet)
-    explanation: str = ""
+    submitted: str = ""  # the submission's time stamp, as the gradebook has it (UTC)
+    penalty: str = ""  # the points the late policy takes, e.g. "-2.8" ("" : none)
+    explanation: str = ""  # the policy's one line (schedule.late_penalty)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class ClassData:
     verdicts: list[Verdict]
     problems: list[str]
     now: datetime
+    policy: LatePolicy | None = None  # the course's late policy (schedule.py)
     _by_assignment: dict[str, list[Submission]] | None = field(default=None, repr=False)
 
     def graded(self, assignment: str) -> list[Submission]:
@@ -118,12 +120,16 @@ class ClassData:
 
 
 def gather(
-    course: Course, assignments: Iterable[str] | None = None, now: datetime | None = None
+    course: Course,
+    assignments: Iterable[str] | None = None,
+    now: datetime | None = None,
+    schedule: Schedule | None = None,
 ) -> ClassData:
     """Everything the report shows, for ``assignments`` (default: every assignment the
     gradebook or ``submitted/`` has; one asked for and not there yet shows as such).
     Raises GraderError for an assignment the course does not have or a gradebook that is
-    not there."""
+    not there. ``schedule``: the due dates, extensions and late policy (default: the
+    course's ``c.Schedule``), as export and the feedback pages apply them."""
     from ..grade.gradebook import cache_alembic_version
 
     wanted = list(assignments or [])
@@ -133,7 +139,8 @@ def gather(
             raise GraderError(f"no gradebook at {path}: grade the class first")
     cache_alembic_version()
     problems: list[str] = []
-    gb = _read_gradebook(course)
+    schedule = (schedule or Schedule.for_course(course.config)).check(course.assignments())
+    gb = _read_gradebook(course, schedule)
     pending = _pending(course)
     known = set(course.assignments()) | set(gb["assignments"]) | {a for _, a in pending}
     unknown = [a for a in wanted if a not in known]
@@ -166,13 +173,16 @@ def gather(
         verdicts=verdicts,
         problems=problems,
         now=now or datetime.now(UTC).replace(tzinfo=None),
+        policy=schedule.policy(),
     )
 
 
-def _read_gradebook(course: Course) -> dict:
+def _read_gradebook(course: Course, schedule: Schedule) -> dict:
     """The gradebook's assignments {name: (max score, due date)}, students, submissions
     and cells.csv's rows, in a few queries (nbgrader's ORM, its own column expressions
-    for scores)."""
+    for scores). Due dates and lateness are the ``schedule``'s (``c.Schedule`` where it
+    sets them, else the gradebook's, as export has them); dates are naive UTC."""
+
     from nbgrader.api import (
         Assignment,
         BaseCell,
@@ -187,7 +197,7 @@ def _read_gradebook(course: Course) -> dict:
     with Gradebook(course.db_url, course.course_id) as gb:
         db = gb.db
         assignments = {
-            name: (float(most or 0.0), due)
+            name: (float(most or 0.0), _naive(schedule.regular_due(name, due)))
             for name, most, due in db.query(
                 Assignment.name, Assignment.max_score, Assignment.duedate
             ).filter(Assignment.course_id == course.course_id)
@@ -214,7 +224,9 @@ def _read_gradebook(course: Course) -> dict:
                 score=float(score or 0.0),
                 max_score=float(most or 0.0),
                 timestamp=stamp,
-                late_seconds=_seconds_late(stamp, due, extension),
+                late_seconds=schedule.lateness(
+                    a, student, stamp, book_due=due, book_extension=extension
+                ).seconds,
             )
         grades = (
             db.query(
@@ -249,13 +261,8 @@ def _num(x) -> str:
     return f"{float(x or 0):g}"
 
 
-def _seconds_late(stamp, due, extension) -> float:
-    """nbgrader's ``SubmittedAssignment.total_seconds_late``, from the same columns."""
-    if stamp is None or due is None:
-        return 0.0
-    if extension is not None:
-        due = due + extension
-    return max(0.0, (stamp - due).total_seconds())
+def _naive(when: datetime | None) -> datetime | None:
+    return None if when is None else to_utc_naive(when)
 
 
 def _pending(course: Course) -> set[tuple[str, str]]:
@@ -394,40 +401,34 @@ def _cell_order(course: Course, assignment: str, cells: list[list[str]]) -> list
 def late_rows(data: ClassData) -> list[Late]:
     """Every late submission, latest first within each assignment.
 
-    For now how late comes from nbgrader's gradebook (``total_seconds_late``: its due
-    date and the student's extension) and no penalty is shown. LEAD: when the course's
-    late policy lands in ``autograder/schedule.py`` (helper B: due dates and extensions
-    per student in the config, a function giving the penalty and its explanation), build
-    these rows from it here: this is the one place the report learns of lateness.
+    How late is against the student's own due date (``c.Schedule``, extensions
+    included; ``gather``), and the penalty is the course's late policy's
+    (``schedule.late_penalty``), as export and the feedback pages have them.
     """
     out = []
     for a in data.assignments:
         subs = [s for s in data.graded(a) if s.late_seconds > 0]
         for s in sorted(subs, key=lambda s: (-s.late_seconds, s.student)):
             stamp = s.timestamp.strftime("%Y-%m-%d %H:%M") if s.timestamp else ""
-            out.append(Late(s.student, a, s.late_seconds, stamp))
+            points, why = (
+                late_penalty(s.score, s.max_score, s.late_seconds, data.policy)
+                if data.policy is not None
+                else (0.0, "")
+            )
+            out.append(
+                Late(s.student, a, s.late_seconds, stamp, f"−{points:g}" if points else "", why)
+            )
     return out
 
 
 def display_names(course: Course, students: list[str]) -> dict[str, str]:
-    """{student id: name to show}: the roster's name where the course has a roster
-    (``autograder/roster.py``, ``read_roster``), else the id."""
+    """{student id: name to show}: the roster's name (``roster.csv``) where it has one,
+    else the id. A roster that cannot be read stops the report with its one-line error,
+    as it stops every command that reads it."""
+    from ..roster import read_roster
+
     names = {s: s for s in students}
-    try:
-        from ..roster import read_roster  # type: ignore[import-not-found]
-    except ImportError:
-        return names
-    try:
-        roster = read_roster(course.root)
-    except (GraderError, OSError, ValueError):
-        return names
-    rows = roster.values() if isinstance(roster, dict) else roster or []
-    for row in rows:
-        sid, name = (
-            (row.get("id"), row.get("name"))
-            if isinstance(row, dict)
-            else (getattr(row, "id", None), getattr(row, "name", None))
-        )
-        if isinstance(sid, str) and sid in names and isinstance(name, str) and name.strip():
-            names[sid] = name.strip()[:MAX_NOTE]
+    for row in read_roster(course.root):
+        if row.id in names and row.name.strip():
+            names[row.id] = row.name.strip()[:MAX_NOTE]
     return names

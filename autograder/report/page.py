@@ -45,17 +45,19 @@ def report(
     db_url=None,
     out=None,
     now: datetime | None = None,
+    schedule=None,
 ) -> ReportResult:
     """Write ``<out>/index.html`` (default ``<course>/reports/``) and return its path with
     the problems met on the way (each one line: an unreadable notebook or record, the
-    similarity search failing); the page is written whatever they are."""
+    similarity search failing); the page is written whatever they are. ``schedule``: the
+    due dates, extensions and late policy (default: the course's ``c.Schedule``)."""
     import time
 
     from ..course import open_course
 
     started = time.perf_counter()
     course = open_course(root, db_url)
-    data = gather(course, assignments, now=now)
+    data = gather(course, assignments, now=now, schedule=schedule)
     out_dir = Path(out) if out else course.root / "reports"
     out_dir.mkdir(parents=True, exist_ok=True)
     problems = data.problems
