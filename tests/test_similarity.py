@@ -20,7 +20,7 @@ import pytest
 import similarity_solutions as ss
 from helpers import NOTEBOOKS, SOLUTIONS, grade_id, read, run_cells
 
-from autograder.course import open_course
+from autograder.course import assignments, kind, open_course
 from autograder.errors import GraderError
 from autograder.report import similarity as sim
 
@@ -294,3 +294,92 @@ def test_matched_spans_are_whole_tokens(tmp_path):
         for s, e in spans:
             assert s == 0 or not (code[s - 1].isalnum() and code[s].isalnum()), code[s - 5 : e]
             assert e == len(code) or not (code[e - 1].isalnum() and code[e].isalnum())
+
+
+# ---- the pieces the numbers rest on ----------------------------------------------------------
+
+
+def test_the_filter_writes_what_copydetect_writes():
+    """``filter_code`` (which also says where each token is) writes exactly the filtered
+    code of copydetect's own filter, on every assignment's solution cells and odd text."""
+    from copydetect.utils import filter_code
+
+    texts = [
+        "\n\n".join(solution_cells(read(SOLUTIONS, a)).values())
+        for a in assignments()
+        if kind(a) != "quiz"
+    ]
+    texts += [
+        f'x = "{SCRIPT}"  # {SCRIPT}',
+        "class A(B):\n  '''doc'''\n  def f(s): pass",
+        "\0\x07 é",
+    ]
+    texts += ["#!/bin/sh\n%timeit f(x)\n!ls\n", "def f(:\n  return )]", 'f"{a!r:>{w}}" b"\\xff"']
+    for text in texts:
+        mine = sim.filter_code(text)
+        assert mine.text == filter_code(text, "x.py", "python")[0]
+        assert len(mine.starts) == len(mine.ends) == len(mine.text)
+        assert all(0 <= s < e <= len(text) + 1 for s, e in zip(mine.starts, mine.ends))
+
+
+def test_hashes_are_the_same_in_every_process():
+    """Python's hash() is salted per process; the k-gram hashes, and so the numbers, are
+    not."""
+    import subprocess
+    import sys
+
+    code = (
+        "from autograder.report.similarity import kgram_hashes as h\n"
+        "print(h('V=V(V)' * 9, 30).tolist())"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(NOTEBOOKS.parent)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(runs) == 1 and runs.pop().strip() == str(sim.kgram_hashes("V=V(V)" * 9, 30).tolist())
+
+
+def test_identical_submissions_make_one_group(tmp_path):
+    """As in the demo class: students who all hand in the course's solution, one of them
+    with a slip, are one group; each of its pairs has its page."""
+    slip = dict(COURSE)
+    slip["value_add_mul"] = COURSE["value_add_mul"].replace("self.grad += 1.0", "self.grad = 1.0")
+    course = course_of(
+        tmp_path / "course",
+        {
+            "ada": notebook(COURSE),
+            "barbara": notebook(COURSE),
+            "edsger": reordered(notebook(COURSE)),
+            "grace": notebook(slip),
+            "bob": notebook(ss.HONEST_B),
+        },
+    )
+    pairs = sim.find_pairs(course)
+    (group,) = pairs.groups
+    assert group.students == ["ada", "barbara", "edsger", "grace"] and len(group.pairs) == 6
+    assert [p.similarity for p in group.pairs][:3] == [1.0, 1.0, 1.0] and group.lowest > 0.9
+    sim.write_pair_pages(pairs, tmp_path / "reports")
+    assert all((tmp_path / "reports" / p.page).is_file() for p in pairs)
+    page = (tmp_path / "reports" / pairs[0].page).read_text()
+    assert "in a group of 4" in " ".join(page.split())
+
+
+def test_a_large_group_gets_a_page_per_member():
+    """Twelve alike submissions: 66 pairs, and a page for each member's most alike pair."""
+    students = [f"s{i:02d}" for i in range(12)]
+    pairs = [
+        sim.Pair(A, a, b, 0.9 - 0.001 * i, 0.9, 0.9, 100, 100)
+        for i, (a, b) in enumerate(itertools.combinations(students, 2))
+    ]
+    best = {
+        s: max((p for p in pairs if s in p.students), key=lambda p: p.similarity) for s in students
+    }
+    chosen = sim.paged(pairs)
+    assert len(pairs) == 66 and len(chosen) <= 12
+    assert {id(p) for p in chosen} == {id(p) for p in best.values()}

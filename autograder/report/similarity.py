@@ -54,6 +54,7 @@ runs (no script at all).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -149,19 +150,20 @@ class Pair:
 
 @dataclass
 class Group:
-    """Submissions of one assignment joined by reported pairs (a connected component)."""
+    """Submissions of one assignment joined by reported pairs (a connected component):
+    ``pairs`` most alike first, ``similarity`` the highest of theirs, ``lowest`` the
+    lowest."""
 
     assignment: str
     students: list[str]
     pairs: list[Pair]
+    similarity: float = 0.0
+    lowest: float = 0.0
 
-    @property
-    def similarity(self) -> float:
-        return max(p.similarity for p in self.pairs)
-
-    @property
-    def lowest(self) -> float:
-        return min(p.similarity for p in self.pairs)
+    def __post_init__(self) -> None:
+        if self.pairs:
+            self.similarity = max(p.similarity for p in self.pairs)
+            self.lowest = min(p.similarity for p in self.pairs)
 
 
 @dataclass
@@ -325,10 +327,9 @@ def read_release(folder: Path, assignment: str) -> Release:
         cells = read_code_cells(path)
         solution_cells[path.name] = {gid: src for gid, src in cells if gid in ids}
         code += [src for _, src in cells]
+    filtered = filter_code("\n\n".join(code)).text
     with _stable_hashes():
-        whole = copydetect.CodeFingerprint(
-            assignment, K, 1, filter=True, language="python", fp=io.StringIO("\n\n".join(code))
-        )
+        whole = copydetect.CodeFingerprint(assignment, K, 1, filter=False, fp=io.StringIO(filtered))
     return Release(assignment, solution_cells, np.array(sorted(whole.hashes), dtype=np.int64))
 
 
@@ -339,8 +340,8 @@ class Code:
     student: str
     text: str
     cells: list[Cell]
-    fingerprint: object = None  # copydetect.CodeFingerprint
-    _tokens: tuple | None = field(default=None, repr=False)  # _token_spans(text), once
+    fingerprint: object = None  # copydetect.CodeFingerprint of filter_code(text)
+    filtered: Filtered | None = field(default=None, repr=False)
 
     @property
     def tokens(self) -> int:
@@ -380,19 +381,33 @@ def student_code(release: Release, student: str, folder: Path) -> Code | None:
     return Code(student, text, cells)
 
 
-def fingerprint(code: Code, release: Release) -> None:
-    """Winnow ``code``'s text with copydetect, the release's code as boilerplate."""
+def fingerprint(code: Code, release: Release, cache: dict | None = None) -> None:
+    """Winnow ``code``'s text with copydetect, the release's code as boilerplate. Each cell
+    is filtered on its own (a cell is code of its own: an unclosed bracket does not run
+    into the next), through ``cache`` ({cell's source: its Filtered}) when given: in a
+    class many students' cells are the same."""
     import copydetect
 
+    cache = {} if cache is None else cache
+    parts = []
+    for cell in code.cells:
+        source = code.text[cell.start : cell.end]
+        if source not in cache:
+            cache[source] = filter_code(source)
+        parts.append((cache[source], cell.start))
+    code.filtered = Filtered(
+        "".join(f.text for f, _ in parts),
+        np.concatenate([f.starts + at for f, at in parts] or [np.zeros(0, np.int32)]),
+        np.concatenate([f.ends + at for f, at in parts] or [np.zeros(0, np.int32)]),
+    )
     with _stable_hashes():
         code.fingerprint = copydetect.CodeFingerprint(
             f"{code.student}/{release.assignment}",
             K,
             WINDOW,
             boilerplate=release.boilerplate,
-            filter=True,
-            language="python",
-            fp=io.StringIO(code.text),
+            filter=False,  # filtered already, by filter_code
+            fp=io.StringIO(code.filtered.text),
         )
 
 
@@ -451,8 +466,6 @@ def drop_common(codes: list[Code], share: float = COMMON, least: int = COMMON_LE
 
 def compare(codes: list[Code], assignment: str, *, threshold: float, min_tokens: int) -> list[Pair]:
     """The pairs of ``codes`` (fingerprinted) over both thresholds, most alike first."""
-    import copydetect
-
     codes = [c for c in codes if c.fingerprint is not None and c.tokens >= max(min_tokens, 1)]
     fps = [c.fingerprint for c in codes]
     matched = _screen(fps)
@@ -462,11 +475,10 @@ def compare(codes: list[Code], assignment: str, *, threshold: float, min_tokens:
     for i, j in zip(*np.nonzero(np.triu(np.maximum(share, share.T) >= threshold - 1e-9, 1))):
         if min(matched[i, j], matched[j, i]) < min_tokens:
             continue
-        a, b = sorted((codes[i], codes[j]), key=lambda c: c.student)
-        _, (share_a, share_b), _ = copydetect.compare_files(a.fingerprint, b.fingerprint)
-        share_a, share_b = float(share_a), float(share_b)
-        if max(share_a, share_b) < threshold:
-            continue
+        if codes[j].student < codes[i].student:
+            i, j = j, i
+        a, b = codes[i], codes[j]
+        share_a, share_b = float(share[i, j]), float(share[j, i])
         similarity = max(share_a, share_b)
         pair = Pair(
             assignment, a.student, b.student, similarity, share_a, share_b, a.tokens, b.tokens
@@ -522,7 +534,7 @@ def _codes(course, assignment: str, skipped: list[Skipped]) -> list[Code]:
     except (Unusable, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         skipped.append(Skipped(assignment, "", f"the release notebook cannot be read: {exc}"))
         return []
-    codes = []
+    codes, cache = [], {}
     submitted = Path(course.submitted)
     students = sorted(p.name for p in submitted.iterdir()) if submitted.is_dir() else []
     for student in students:
@@ -532,7 +544,7 @@ def _codes(course, assignment: str, skipped: list[Skipped]) -> list[Code]:
         try:
             code = student_code(release, student, folder)
             if code is not None:
-                fingerprint(code, release)
+                fingerprint(code, release, cache)
                 codes.append(code)
         except Unusable as exc:
             skipped.append(Skipped(assignment, student, str(exc)))
@@ -544,17 +556,40 @@ def _codes(course, assignment: str, skipped: list[Skipped]) -> list[Code]:
 # ---- the matched code, in the code's own characters ----------------------------------------
 
 
-def _token_spans(text: str) -> tuple[np.ndarray, np.ndarray, str]:
-    """For each character of copydetect's filtered code of ``text``: where the token it
-    comes from starts and ends in ``text``; and the filtered code, as copydetect's filter
-    writes it (``copydetect.utils.filter_code``; its own map from filtered to raw positions
-    is approximate, a few characters off at each end of a match)."""
-    from pygments import lexers, token
+@functools.cache
+def _lexer():
+    from pygments import lexers
+
+    return lexers.get_lexer_by_name("python")
+
+
+@dataclass
+class Filtered:
+    """Code as copydetect's filter writes it (``text``), and for each of its characters
+    where the token it stands for starts and ends in the code."""
+
+    text: str
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def filter_code(code: str) -> Filtered:
+    """``copydetect.utils.filter_code(code, ..., "python")``'s filtered code, written by the
+    same rules from the same pygments tokens (tests/test_similarity.py checks that it is the
+    same text), with where each token is: copydetect's own map back to the code is off by a
+    few characters at each end of a match, and wrong after a class name. One lexing gives
+    both, so each cell is lexed once.
+
+    The rules: a variable or attribute name is written ``V``, a function name ``F``, a class
+    name ``O``, a preprocessor line or shebang ``P``, a string ``S`` (its quotes kept);
+    whitespace and comments are dropped; every other token (keywords, operators, numbers,
+    builtins such as ``self`` and ``isinstance``) is kept as it is."""
+    from pygments import token
 
     names = {token.Name, token.Name.Variable, token.Name.Attribute}
     starts, ends, out = [], [], []
     at = 0
-    for ttype, value in lexers.get_lexer_by_name("python").get_tokens(text):
+    for ttype, value in _lexer().get_tokens(code):
         if ttype in names:
             written = "V"
         elif ttype in token.Name.Function:
@@ -573,15 +608,13 @@ def _token_spans(text: str) -> tuple[np.ndarray, np.ndarray, str]:
         starts += [at] * len(written)
         ends += [at + len(value)] * len(written)
         at += len(value)
-    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), "".join(out)
+    return Filtered("".join(out), np.array(starts, np.int32), np.array(ends, np.int32))
 
 
 def _raw_spans(code: Code, filtered_slices: np.ndarray) -> list[tuple[int, int]]:
     """Slices of the filtered code as spans of ``code.text``, whole tokens, merged."""
-    if code._tokens is None:
-        code._tokens = _token_spans(code.text)
-    starts, ends, filtered = code._tokens
-    if filtered != code.fingerprint.filtered_code or not filtered_slices.size:
+    starts, ends = code.filtered.starts, code.filtered.ends
+    if not filtered_slices.size:
         return []
     spans = []
     for s, e in zip(*filtered_slices.astype(np.int64)):
