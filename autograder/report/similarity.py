@@ -2,53 +2,72 @@
 
 What is compared. For each assignment that is not a quiz (a quiz's answers are plain
 values), each student's *solution cells*: the code cells whose grade id is a solution cell
-of the release notebook (``notebooks/<assignment>/``), put one after another in the
-release's order, so that a student who moved cells around changes nothing. A cell left as
-released is left out. The release notebook's code (the given code, the stubs'
-``# YOUR CODE HERE`` and ``raise NotImplementedError()``, the checks) is copydetect's
-*boilerplate*: a fingerprint found in it counts for no one. Comments, whitespace, names and
-string contents never count: copydetect's filter (``filter=True``) turns the code into
-pygments tokens, drops comments and whitespace, and writes every variable or attribute
-name as ``V``, every function name as ``F``, every class name as ``O`` and every string as
-``S`` (keywords, operators, numbers and builtins such as ``self`` or ``isinstance`` are
-kept). A renamed, recommented, reformatted copy is therefore the same text.
+of the release notebook (``notebooks/<assignment>/``), one after another in the release's
+order, so that moving cells around changes nothing; a cell left as released is left out.
+The release notebook's code (the given code, the stubs' ``# YOUR CODE HERE`` and ``raise
+NotImplementedError()``, the checks) is copydetect's *boilerplate*: a fingerprint found in
+it counts for no one. Comments, whitespace, names and the text of strings never count:
+copydetect's filter turns the code into pygments tokens, drops comments and whitespace, and
+writes every variable or attribute name as ``V``, every function name as ``F``, every class
+name as ``O`` and every string as ``S`` (keywords, operators, numbers and builtins such as
+``self`` or ``isinstance`` are kept), so a renamed, recommented, reformatted copy is the
+same text. ``filter_code`` writes it by copydetect's rules (the tests check it writes the
+same text as ``copydetect.utils.filter_code``), one cell at a time, and also keeps where
+each token is, for the pages.
 
-How. Winnowed fingerprints (Schleimer, Wilkerson and Aiken 2003, the method of MOSS), with
-``copydetect``: the hashes of every ``K`` = 25 characters of the filtered code, one kept
-per window so that any match of ``GUARANTEE`` = 30 characters or more is found
-(copydetect's defaults). For a pair, ``share_a`` is the part of A's code (its tokens, after
-the boilerplate is taken out: ``tokens_a``) that lies in fingerprints B has too, as
-``copydetect.compare_files`` computes it; ``similarity`` is the larger of the two shares, so
-that a student who copied half of someone's work is found as well as the one who copied
-all of it.
+How. Winnowed fingerprints (Schleimer, Wilkerson and Aiken 2003: the method of MOSS), with
+copydetect's ``CodeFingerprint``: the hashes of every ``K`` = 30 characters of the filtered
+code, one kept per window so that any match of ``GUARANTEE`` = 35 characters or more is
+found (copydetect's defaults are 25 and 30: see below). The hash is ``kgram_hashes``, the
+same in every process (copydetect's is Python's salted ``hash()``: every share would move
+by up to 0.1 from one run to the next). For a pair, ``share_a`` is the part of A's code (its
+tokens once the boilerplate is out: ``tokens_a``) lying in fingerprints B has too, as
+``copydetect.compare_files`` computes it; ``similarity`` is the larger share, so that a
+student who copied half of someone's work is found too.
 
-When a pair is reported: ``similarity >= threshold`` and the code the two have in common
-is at least ``min_tokens`` tokens on each side. The defaults were chosen on lesson 1, the
-lesson where honest solutions look most alike (the exercise dictates most of each line),
-measured with tests/test_similarity.py's notebooks (the numbers are in ``THRESHOLD``'s and
-``MIN_TOKENS``'s comments).
+Common code. What more than half of the class wrote alike is no evidence of anything (MOSS's
+``-m``): a fingerprint found in more than ``COMMON`` of an assignment's submissions, and in
+at least ``COMMON_LEAST`` of them, counts for no one, like the given code (``drop_common``;
+a class of ten or fewer, like the demo's, keeps everything).
 
-Groups. Submissions that are all alike make many pairs (six identical notebooks: fifteen).
-``group_pairs`` (and ``Pairs.groups``) joins the reported pairs of an assignment into
-groups, the connected components of the graph whose edges are the reported pairs: the
-report can say once "these six submissions share most of their code" and list the pairs
-inside. A group is held together by its pairs: two of its members need not be alike
-themselves (A like B, B like C).
+When a pair is reported: ``similarity >= THRESHOLD`` (0.55) and at least ``MIN_TOKENS``
+(100) tokens in common on each side. Measured on lesson 1 (tests/test_similarity.py's
+notebooks), where honest solutions look most alike (the exercise dictates most of each
+line): two honest solutions written in other styles share 0.43 and 0.09 with the course's
+and 0.05 with each other; a copy of the course's disguised (every name renamed, methods and
+functions reversed, docstrings and comments rewritten, the layout changed, cells moved)
+0.79, the same done to an honest solution 0.88, half the notebook copied and disguised 0.76
+(the copier's share). In lesson 5, where the methods are one or two lines and reversing
+them costs the copy most, the disguised copy shares 0.68. With copydetect's k of 25 the
+closest honest solution shared 0.44 to 0.53 (by hash function) and the copies 0.74 to 0.88;
+with 30, 0.40 to 0.44 and 0.68 to 0.88: 0.55 sits in the middle of the gap. ``MIN_TOKENS``:
+lesson 1's solution cells hold 772 tokens, its exercises 127 to 247; 100 in common is at
+least a few lines of real code on both sides.
 
-Speed. Fingerprinting (pygments' lexer) is most of the time: a few milliseconds per
-submission. Comparing every pair with ``compare_files`` would take a quarter of a
-millisecond per pair (45,000 pairs for 300 students: 11 s per assignment), so pairs are
-first screened with the same sums ``compare_files`` computes, done for all pairs at once
-with numpy (``_screen``: for each fingerprint of A's, whether B has its hash; the
-characters those fingerprints cover): only the pairs over the thresholds go through
-``compare_files`` again, which gives the numbers reported and the matched code.
-benchmarks/similarity_class.py measures a generated class of 300.
+Groups. Alike submissions make many pairs (seven identical notebooks: 21). ``group_pairs``
+(and ``Pairs.groups``) joins the reported pairs of an assignment into groups, the connected
+components of the graph whose edges are the reported pairs, so that the report can say once
+"these seven submissions share most of their code" and list the pairs inside. A group is
+held together by its pairs: two of its members need not be alike themselves (A like B, B
+like C). ``write_pair_pages`` writes a page for every pair of a group of up to
+``ALL_PAGES`` (10), and in a larger group one for each member's most alike pair (``paged``).
+
+Speed. Lexing is most of the time (pygments: about 8 ms a submission; the same cell is
+lexed once per assignment). Comparing every pair with ``compare_files`` would take a
+quarter of a millisecond a pair (45,000 pairs for 300 students: 11 s per assignment);
+``_screen`` does the same sums for all pairs at once with numpy (for each fingerprint of
+A's, whether B has its hash, and the characters those fingerprints cover), tested equal to
+``compare_files``. benchmarks/similarity_class.py measures a generated class of 300.
 
 Untrusted input. A notebook that is not JSON, is not a notebook, is larger than
 ``MAX_NOTEBOOK_BYTES``, or whose solution cells hold more than ``MAX_CODE_CHARS`` characters
 is not compared: it is listed in ``Pairs.skipped`` with the reason. Nothing a student wrote
-makes this module fail. On the pages every piece of code is escaped by jinja2 and nothing
-runs (no script at all).
+makes this module fail. On the pages every piece of a submission is escaped by jinja2, and
+nothing runs (no script; the pages' Content-Security-Policy forbids any).
+
+What the report uses: ``find_pairs(course)`` (a ``Pairs``: a list of ``Pair``, with
+``skipped``, ``compared``, ``common`` and ``groups``), ``write_pair_pages(pairs, out_dir)``
+and ``EVIDENCE``, the sentence every page says.
 """
 
 from __future__ import annotations
@@ -72,27 +91,15 @@ K = 30  # noise threshold: a match shorter than 30 filtered characters is noise
 GUARANTEE = 35  # guarantee threshold: a match this long is always found
 WINDOW = GUARANTEE - K + 1  # copydetect's window for winnowing
 
-# Lesson 1, measured (tests/test_similarity.py's notebooks): a renamed, recommented,
-# reformatted copy with its cells reordered: 1.00; two honest solutions written in other
-# styles than the course's: 0.40 and 0.13 against the course's solution, 0.00 against each
-# other; two engines pasted from the same public lecture: 0.81 (they are alike: that is for
-# the instructor to weigh). 0.6 leaves room under copies that were also partly rewritten
-# and stays well above what honest solutions share.
+# Both chosen on lesson 1 and checked on lesson 5 (the module's docstring has the numbers).
 THRESHOLD = 0.55
-# Lesson 1's solution cells hold about 740 tokens (the course's solution, given code out);
-# its shortest exercise (the four reflected operations) about 60, the same in everybody's
-# code. 100 tokens in common is a few lines of real code on both sides.
 MIN_TOKENS = 100
 
-# Code most of the class wrote alike is no evidence of anything (MOSS's -m option): a
-# fingerprint found in more than COMMON of an assignment's submissions, and in at least
-# COMMON_LEAST of them, counts for no one, like the given code. (A class of ten or fewer,
-# like the demo's, keeps everything.)
+# A fingerprint in more than half the submissions (and in 10 or more) is common code.
 COMMON = 0.5
 COMMON_LEAST = 10
 
-# A group of up to 10 alike submissions gets a page for each of its pairs (45 at most); a
-# larger one, a page for each member's most alike pair (``paged``).
+# Pages for every pair of a group of up to 10 (45 pairs); in a larger group, per member.
 ALL_PAGES = 10
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20  # collect's limit for one file: no notebook needs more
