@@ -22,6 +22,7 @@ from helpers import NOTEBOOKS, SOLUTIONS, grade_id, read, run_cells
 
 from autograder.course import assignments, kind, open_course
 from autograder.errors import GraderError
+from autograder.report import fingerprints as fp
 from autograder.report import similarity as sim
 
 matplotlib.use("Agg")  # lesson 1 draws graphs; no window while testing
@@ -177,14 +178,14 @@ def test_the_screen_gives_what_compare_files_gives(tmp_path):
 
     cells = [COURSE, ss.HONEST_A, ss.HONEST_B, ss.disguise(COURSE), RELEASE]
     cells.append({**COURSE, "value_add_mul": ss.HONEST_B["value_add_mul"]})
-    release = sim.read_release(NOTEBOOKS / A, A)
+    release = fp.read_release(NOTEBOOKS / A, A)
     codes = []
     for i, c in enumerate(cells):
         folder = tmp_path / str(i)
         folder.mkdir()
         nbformat.write(notebook(c), folder / NAME)
-        code = sim.student_code(release, str(i), folder)
-        sim.fingerprint(code, release)
+        code = fp.student_code(release, str(i), folder)
+        fp.fingerprint(code, release)
         codes.append(code)
     matched = sim._screen([c.fingerprint for c in codes])
     for i, j in itertools.permutations(range(len(codes)), 2):
@@ -288,7 +289,7 @@ def test_matched_spans_are_whole_tokens(tmp_path):
         course_of(tmp_path, {"ada": notebook(COURSE), "bea": notebook(ss.disguise(COURSE))})
     )
     (pair,) = pairs
-    spans_a, spans_b = sim.matched_spans(*pair.sources)
+    spans_a, spans_b = fp.matched_spans(*pair.sources)
     for code, spans in ((pair.code_a, spans_a), (pair.code_b, spans_b)):
         assert spans
         for s, e in spans:
@@ -316,7 +317,7 @@ def test_the_filter_writes_what_copydetect_writes():
     ]
     texts += ["#!/bin/sh\n%timeit f(x)\n!ls\n", "def f(:\n  return )]", 'f"{a!r:>{w}}" b"\\xff"']
     for text in texts:
-        mine = sim.filter_code(text)
+        mine = fp.filter_code(text)
         assert mine.text == filter_code(text, "x.py", "python")[0]
         assert len(mine.starts) == len(mine.ends) == len(mine.text)
         assert all(0 <= s < e <= len(text) + 1 for s, e in zip(mine.starts, mine.ends))
@@ -329,7 +330,7 @@ def test_hashes_are_the_same_in_every_process():
     import sys
 
     code = (
-        "from autograder.report.similarity import kgram_hashes as h\n"
+        "from autograder.report.fingerprints import kgram_hashes as h\n"
         "print(h('V=V(V)' * 9, 30).tolist())"
     )
     runs = {
@@ -342,7 +343,7 @@ def test_hashes_are_the_same_in_every_process():
         ).stdout
         for seed in ("1", "2")
     }
-    assert len(runs) == 1 and runs.pop().strip() == str(sim.kgram_hashes("V=V(V)" * 9, 30).tolist())
+    assert len(runs) == 1 and runs.pop().strip() == str(fp.kgram_hashes("V=V(V)" * 9, 30).tolist())
 
 
 def test_identical_submissions_make_one_group(tmp_path):
