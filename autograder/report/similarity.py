@@ -139,7 +139,9 @@ class Pair:
     cells_b: list[Cell] = field(default_factory=list, repr=False)
     matched_a: list[tuple[int, int]] = field(default_factory=list, repr=False)
     matched_b: list[tuple[int, int]] = field(default_factory=list, repr=False)
-    sources: tuple | None = field(default=None, repr=False, compare=False)  # (Code, Code)
+    # (Code, Code), for the pages' matched code: an attribute, not a field, so that
+    # dataclasses.asdict(pair) stays small
+    sources = None
 
     @property
     def students(self) -> tuple[str, str]:
