@@ -11,8 +11,8 @@ import html
 import json
 import re
 import shutil
-import sys
 import types
+import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
@@ -345,52 +345,57 @@ def test_one_assignment_only(made, tmp_path):
     assert "Pass rate per exercise" in page and "value_test_add_mul" not in page
 
 
-# ---- similarity (report/similarity.py, helper D's): the section, on a stand-in -----------
+# ---- similarity (report/similarity.py): the section, on real notebooks ---------------------
 
 
-def fake_similarity(pages: bool = True, fail: bool = False):
-    module = types.ModuleType("autograder.report.similarity")
+@pytest.fixture(scope="module")
+def alike(made, tmp_path_factory):
+    """The class with real lesson 1 notebooks handed in: ada the course's solution, bob a
+    disguised copy of it, cy an honest solution of her own, the hostile id the release."""
+    import nbformat
+    from similarity_solutions import HONEST_A, disguise
+    from test_similarity import COURSE, notebook, reordered
 
-    class Pair:
-        def __init__(self, assignment, a, b, similarity):
-            self.assignment, self.student_a, self.student_b = assignment, a, b
-            self.similarity = similarity
-            self.page = None
-
-    def find_pairs(course, assignments=None):
-        if fail:
-            raise RuntimeError("copydetect fell over\nsecond line")
-        module.asked = list(assignments or [])
-        return [Pair(LESSON, "ada", HOSTILE, 0.62), Pair(QUIZ, "bob", "cy", 0.91)]
-
-    def write_pair_pages(pairs, out_dir):
-        for p in pairs:
-            p.page = Path("pairs") / f"{p.assignment}-{len(p.student_b)}.html"
-            (out_dir / p.page).parent.mkdir(parents=True, exist_ok=True)
-            (out_dir / p.page).write_text("side by side")
-
-    module.find_pairs, module.write_pair_pages = find_pairs, write_pair_pages
-    return module
+    root = tmp_path_factory.mktemp("alike") / "class"
+    shutil.copytree(made.root, root)
+    handed = {
+        "ada": notebook(COURSE),
+        "bob": reordered(notebook(disguise(COURSE))),
+        "cy": notebook(HONEST_A),
+        HOSTILE: notebook(None),
+    }
+    for student, nb in handed.items():
+        folder = root / "submitted" / student / LESSON
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / "value.ipynb")
+    (root / "submitted" / "dee" / LESSON).mkdir(parents=True)
+    (root / "submitted" / "dee" / LESSON / "value.ipynb").write_text("not json")
+    return root
 
 
 @pytest.mark.xdist_group("report")
-def test_similarity_section_links_each_pair(made, tmp_path, monkeypatch):
-    fake = fake_similarity()
-    monkeypatch.setitem(sys.modules, "autograder.report.similarity", fake)
-    result = report(root=made.root, out=tmp_path, now=NOW)
+def test_similarity_groups_a_disguised_copy_and_not_honest_work(alike, tmp_path):
+    result = report(root=alike, out=tmp_path, now=NOW)
     part = section(result.path.read_text(), "similarity")
     assert "Similarity is evidence for a person to weigh, never a verdict" in part
+    groups = [text(h) for h in re.findall(r"<h3>.*?</h3>", part, re.S)]
+    assert len(groups) == 1 and groups[0].startswith(f"{LESSON}: 2 submissions alike")
     rows = [text(r) for r in re.findall(r"<tr><td>.*?</tr>", part, re.S)]
-    assert rows == [f"{QUIZ} bob cy 91% side by side", f"{LESSON} ada {HOSTILE} 62% side by side"]
-    hrefs = re.findall(r'<a href="([^"]+)">side by side</a>', part)
-    assert hrefs == [f"pairs/{QUIZ}-2.html", f"pairs/{LESSON}-{len(HOSTILE)}.html"]
-    assert all((tmp_path / h).is_file() for h in hrefs)
-    assert fake.asked == [LESSON, QUIZ]
+    assert len(rows) == 1 and rows[0].startswith("ada bob ")
+    href = re.findall(r'<a href="([^"]+)">side by side</a>', part)
+    assert len(href) == 1 and (tmp_path / urllib.parse.unquote(href[0])).is_file()
+    assert "never a verdict" in (tmp_path / urllib.parse.unquote(href[0])).read_text()
+    assert "Not compared: dee (01_value: not a notebook" in text(part)  # and no quiz there
 
 
 @pytest.mark.xdist_group("report")
 def test_similarity_failing_is_a_problem_not_a_crash(made, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "autograder.report.similarity", fake_similarity(fail=True))
+    from autograder.report import similarity
+
+    def fails(course, assignments=None):
+        raise RuntimeError("copydetect fell over\nsecond line")
+
+    monkeypatch.setattr(similarity, "find_pairs", fails)
     result = report(root=made.root, out=tmp_path, now=NOW)
     assert result.problems == ["similarity: RuntimeError: copydetect fell over"]
     assert "Similarity was not computed." in result.path.read_text()

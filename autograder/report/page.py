@@ -283,32 +283,47 @@ def percentile(xs: list[float], q: float) -> float:
 # ---- similarity (report/similarity.py) ---------------------------------------------------
 
 
+MAX_GROUP_ROWS = 10  # pairs listed under a group on the page (all have pages up to 10)
+
+
 def similar_pairs(course, assignments: list[str], out_dir: Path, problems: list[str]):
-    """The pairs ``similarity.find_pairs`` reports, each with a side-by-side page under
-    ``out_dir/pairs/`` (``write_pair_pages``), most alike first; None where the module
-    is not there. A failure is listed as a problem, and the rest of the page is made."""
+    """The groups of alike submissions ``similarity.find_pairs`` reports (connected pairs:
+    six students handing in one code are one group), each pair with its side-by-side page
+    under ``out_dir/pairs/`` (``write_pair_pages``); quizzes are not compared. Returns
+    {"groups": [...], "skipped": [...], "compared": n}, or None when the search failed
+    (listed as a problem: the rest of the page is made)."""
+    from ..course import kind
+    from . import similarity
+
     try:
-        from . import similarity
-    except ImportError:
-        return None
-    try:
-        pairs = list(similarity.find_pairs(course, assignments or None))
+        pairs = similarity.find_pairs(course, [a for a in assignments if kind(a) != "quiz"])
         similarity.write_pair_pages(pairs, out_dir)
     except Exception as exc:
         problems.append(f"similarity: {type(exc).__name__}: {exc}".splitlines()[0][:300])
         return None
-    rows = []
-    for p in sorted(pairs, key=lambda p: -float(p.similarity)):
-        rows.append(
+    groups = []
+    for g in sorted(pairs.groups, key=lambda g: (-g.similarity, g.assignment)):
+        rows = [
             {
-                "assignment": p.assignment,
                 "a": p.student_a,
                 "b": p.student_b,
                 "similarity": float(p.similarity),
-                "href": _href(getattr(p, "page", None)),
+                "href": _href(p.page or None),
+            }
+            for p in g.pairs[:MAX_GROUP_ROWS]
+        ]
+        groups.append(
+            {
+                "assignment": g.assignment,
+                "students": list(g.students),
+                "highest": float(g.similarity),
+                "lowest": float(g.lowest),
+                "pairs": rows,
+                "more": max(0, len(g.pairs) - len(rows)),
             }
         )
-    return rows
+    skipped = [s for s in pairs.skipped if s.student]
+    return {"groups": groups, "skipped": skipped, "compared": sum(pairs.compared.values())}
 
 
 def _href(page) -> str | None:
