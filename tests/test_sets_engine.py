@@ -367,13 +367,24 @@ def test_a_lessons_grading_engine_is_the_course_solutions_of_the_lessons_before_
     assert lesson_engine(assignment, *names).code == engine.code
 
 
-def test_every_grading_material_holds_the_lessons_a_course_engine_is_read_from():
+def test_every_grading_material_holds_what_any_hidden_test_reads():
     """A worker imports the grader from the first material it gets, and the hidden tests
-    read the course's files from there: every material holds those lessons."""
+    read the course's files from there, whichever assignment they grade: every material
+    holds the lessons a course engine is read from, and every assignment's files that are
+    not notebooks (a quiz's questions.py, problem set 2's iris.csv: a demo class whose
+    worker got lesson 1's material first lost every quiz point without them)."""
+    from autograder.course import SOURCE, assignments
     from autograder.worker.material import shared_files
 
-    folders = {path.split("/")[1] for path in shared_files() if path.startswith("source/")}
-    assert folders == {".reference", ".shared", "01_value", "02_backward", "03_activations"}
+    shared = shared_files()
+    notebooks = {p.split("/")[1] for p in shared if p.startswith("source/") and ".ipynb" in p}
+    assert notebooks == {"01_value", "02_backward", "03_activations"}
+    for a in assignments():
+        for path in (SOURCE / a).iterdir():
+            if path.suffix != ".ipynb":
+                assert shared[f"source/{a}/{path.name}"] == path.read_bytes(), (a, path.name)
+    assert "source/04_checkpoint_engine/questions.py" in shared
+    assert "source/08_set_training/iris.csv" in shared
 
 
 @pytest.mark.parametrize("names", [("Value",), ("Value", "dot", "MLP"), ("Module", "Layer")])

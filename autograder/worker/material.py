@@ -12,8 +12,10 @@ kernels' start-up files and hidden tests under ``autograder/``, the reference en
 under ``source/.reference`` (where ``autograder/verdicts/hidden/common.py`` looks), the assignment's
 source folder, and its template gradebook (``templates/<assignment>.db``). Every material
 also holds the instructor notebooks of the lessons that the course's engine of a lesson is
-read from (verdicts/hidden/lessons.py): a worker imports the grader once, from the first
-material it gets, and its hidden tests read the course's files from there.
+read from (verdicts/hidden/lessons.py), and every assignment's files other than its
+notebooks (a quiz's questions.py, a problem set's data): a worker imports the grader once,
+from the first material it gets, and its hidden tests read the course's files from there,
+whichever assignment they grade.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from .plugins import CODE, PREFIX, GradingMaterial, files_digest, read_tree
 def shared_files() -> dict[str, bytes]:
     """What every assignment's material holds: the grader (its package, with the probe and
     the hidden tests, and nbgrader_config.py), the reference engine, the students' helper
-    module and the lessons the course's engine of a lesson is read from. A run reads them
+    module, the lessons the course's engine of a lesson is read from, and every
+    assignment's files that are not notebooks (hidden tests read them from whichever
+    material the worker imported the grader from: module docstring). A run reads them
     once, so that all its workers grade with one version of the grader even if its files
     change meanwhile."""
     files: dict[str, bytes] = {"nbgrader_config.py": (ROOT / "nbgrader_config.py").read_bytes()}
@@ -43,6 +47,9 @@ def shared_files() -> dict[str, bytes]:
         *((SOURCE / lesson, f"source/{lesson}/") for lesson in lessons),
     ]:
         files.update(read_tree(folder, prefix))
+    for a in assignments():
+        given = read_tree(SOURCE / a, f"source/{a}/")
+        files.update((rel, data) for rel, data in given if not rel.endswith(".ipynb"))
     return files
 
 
