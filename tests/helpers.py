@@ -390,3 +390,15 @@ def gradebook_scores(course: Path, assignment: str = "01_value") -> dict[str, fl
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return {s.student.id: s.score for s in gb.assignment_submissions(assignment)}
+
+
+def autograder_cli(*args: str, cwd: Path = ROOT, timeout: int = 120, **kwargs):
+    """``python -m autograder ARGS`` in a process of its own, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )

@@ -5,13 +5,18 @@ roster.csv. A student the LMS file cannot name is listed and left out, never gue
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path
+from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
+    VENV_BIN,
+    ScratchCourse,
+    autograder_cli,
+    notebook_path,
+)
 from traitlets.config import Config
 
 from autograder.errors import GraderError
@@ -181,18 +186,10 @@ def test_assignments_map_onto_existing_lms_columns(tmp_path):
             write_lms("canvas", _course(tmp_path, canvas_columns=bad), tmp_path, header, rows)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_export_command_formats_and_folders(course, tmp_path):
-    done = _cli("export", "--course", str(course), "--to", "canvas", "--out", str(tmp_path))
+    done = autograder_cli(
+        "export", "--course", str(course), "--to", "canvas", "--out", str(tmp_path)
+    )
     assert done.returncode == 1, done.stderr
     assert f"wrote {tmp_path / 'canvas.csv'}" in done.stdout
     assert "problem: mallory: not in roster.csv" in done.stdout
@@ -200,7 +197,7 @@ def test_export_command_formats_and_folders(course, tmp_path):
     grades, cells, items = export(root=course, out=tmp_path / "csv")  # --to csv, the default
     assert [p.name for p in (grades, cells, items)] == ["grades.csv", "cells.csv", "items.csv"]
     assert grades.parent == tmp_path / "csv"
-    folder = _cli("export", "--course", str(course), "--to", str(tmp_path))
+    folder = autograder_cli("export", "--course", str(course), "--to", str(tmp_path))
     assert folder.returncode == 2
     assert folder.stderr.strip().splitlines() == [
         f"error: --to {str(tmp_path)!r}: the format is csv, canvas or moodle; the output "
@@ -224,14 +221,7 @@ def test_three_commands_from_a_canvas_download_to_the_canvas_gradebook(tmp_path)
     env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
 
     def run(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "autograder", *args],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        return autograder_cli(*args, cwd=root, env=env, timeout=900)
 
     collected = run("collect", "01_value", str(download), "--pattern", "canvas")
     assert collected.returncode == 0, collected.stdout + collected.stderr

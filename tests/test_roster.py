@@ -5,13 +5,11 @@ one name stay two students."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SOLUTIONS, notebook_path
+from helpers import SOLUTIONS, autograder_cli, notebook_path
 
 from autograder import roster as ro
 from autograder.errors import GraderError
@@ -231,30 +229,20 @@ def test_an_unknown_file_or_the_wrong_lms_is_one_line(tmp_path):
     assert not (tmp_path / "roster.csv").exists()
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_roster_commands(tmp_path):
     course = str(tmp_path / "course")
-    shown = _cli("roster", "--course", course)
+    shown = autograder_cli("roster", "--course", course)
     assert shown.returncode == 0 and "roster import FILE" in shown.stdout
     canvas = _write(tmp_path / "canvas.csv", CANVAS + '"Bad, Row",x,,,,,,,,,,\n')
-    done = _cli("roster", "import", str(canvas), "--course", course)
+    done = autograder_cli("roster", "import", str(canvas), "--course", course)
     assert done.returncode == 1, done.stderr
     assert "added ada (Lovelace, Ada; Canvas id 1000)" in done.stdout
     assert "problem: canvas.csv line 10: Canvas ID 'x' is not a number" in done.stdout
-    shown = _cli("roster", "show", "--course", course)
+    shown = autograder_cli("roster", "show", "--course", course)
     assert shown.returncode == 0 and "roster.csv: 5 students" in shown.stdout
     assert "smith-jane-1001, smith-jane-1002" in shown.stdout
     (tmp_path / "course" / "roster.csv").write_text("id\nada\nada\n")
-    broken = _cli("roster", "--course", course)
+    broken = autograder_cli("roster", "--course", course)
     assert broken.returncode == 2 and "line 3: duplicate id 'ada'" in broken.stderr
 
 
