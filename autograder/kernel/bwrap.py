@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import fnmatch
 import functools
 import hashlib
 import os
@@ -203,26 +204,45 @@ def kernel_arguments(cmd: list[str], binds: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def copy_folder(folder: Path, dest: str, fds: list[int]) -> list[str]:
-    """bwrap arguments that recreate ``folder`` (without notebooks) at ``dest``: each file
-    is read by bwrap from a descriptor opened here (appended to ``fds``)."""
-    args = []
+# Files of a notebook's folder that are nbgrader's business, not the kernel's: the
+# notebooks beside it and the submission's time (which would make every student's
+# folder different, and no kernel could be started ahead for the next: warm.py).
+NOT_COPIED = ("*.ipynb", "timestamp.txt")
+
+
+def folder_entries(folder: Path):
+    """What a kernel's copy of ``folder`` holds, in order: ("dir", rel, None), ("link",
+    rel, target) and ("file", rel, path), without the top folder's NOT_COPIED files."""
     for top, dirs, files in os.walk(folder):
         rel = os.path.relpath(top, folder)
-        inside = dest if rel == "." else f"{dest}/{rel}"
         links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
         dirs[:] = sorted(d for d in dirs if d not in links)
         for name in dirs:
-            args += ["--dir", f"{inside}/{name}"]
+            yield "dir", os.path.normpath(os.path.join(rel, name)), None
         for name in sorted(files + links):
             path = os.path.join(top, name)
-            if name.endswith(".ipynb") and rel == ".":
-                continue  # the notebook is the grader's business, not the kernel's
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), f"{inside}/{name}"]
+            if rel == "." and any(fnmatch.fnmatch(name, p) for p in NOT_COPIED):
                 continue
+            inside = os.path.normpath(os.path.join(rel, name))
+            if os.path.islink(path):
+                yield "link", inside, os.readlink(path)
+            else:
+                yield "file", inside, path
+
+
+def copy_folder(folder: Path, dest: str, fds: list[int]) -> list[str]:
+    """bwrap arguments that recreate ``folder`` (without NOT_COPIED files) at ``dest``:
+    each file is read by bwrap from a descriptor opened here (appended to ``fds``)."""
+    args = []
+    for kind, rel, what in folder_entries(folder):
+        inside = f"{dest}/{rel}"
+        if kind == "dir":
+            args += ["--dir", inside]
+        elif kind == "link":
+            args += ["--symlink", what, inside]
+        else:
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                fd = os.open(what, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
             if not os.path.isfile(f"/proc/self/fd/{fd}"):
@@ -231,8 +251,33 @@ def copy_folder(folder: Path, dest: str, fds: list[int]) -> list[str]:
             fds.append(fd)
             if len(fds) > MAX_FILES:
                 raise SandboxUnavailable(f"{folder} holds more than {MAX_FILES} files")
-            args += ["--file", str(fd), f"{inside}/{name}"]
+            args += ["--file", str(fd), inside]
     return args
+
+
+def folder_digest(folder: Path) -> str:
+    """A hash of what a kernel's copy of ``folder`` would hold (names, links, bytes)."""
+    h = hashlib.sha256()
+    for kind, rel, what in folder_entries(folder):
+        h.update(f"{kind}\0{rel}\0".encode())
+        if kind == "link":
+            h.update(what.encode())
+        elif kind == "file":
+            h.update(_file_hash(what))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _file_hash(path: str) -> bytes:
+    """The hash of a regular file's bytes (opened as copy_folder opens it), else b"-"."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b"-"
+    with os.fdopen(fd, "rb") as fh:
+        if not os.path.isfile(f"/proc/self/fd/{fd}"):
+            return b"-"
+        return hashlib.sha256(fh.read()).digest()
 
 
 def _data_fd(text: str, fds: list[int]) -> str:

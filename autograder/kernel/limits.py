@@ -347,11 +347,14 @@ def own_processes() -> set[int]:
     return {p.pid for p in found if _task_token(p) is None}
 
 
-def kill_task_processes(spare: set[int], rounds: int = 20) -> int:
+def kill_task_processes(spare: set[int], rounds: int = 20, keep=None) -> int:
     """SIGKILL, until none is left, every descendant of this process except ``spare``
-    (``own_processes()`` from before the task: the worker's own helpers), and reap
-    orphans that already exited. A worker grades one task at a time (worker/task.py), so
-    everything else is what the task's kernels left behind."""
+    (``own_processes()`` from before the task: the worker's own helpers) and the process
+    ``keep`` (a ``psutil.Process``) with its descendants (the worker's spare kernel,
+    warm.py: looked up at each round, as it may still be starting), and reap orphans
+    that already exited. A worker
+    grades one task at a time (worker/task.py), so everything else is what the task's
+    kernels left behind."""
     import psutil
 
     def find() -> list:
@@ -359,7 +362,12 @@ def kill_task_processes(spare: set[int], rounds: int = 20) -> int:
             found = psutil.Process().children(recursive=True)
         except psutil.Error:
             return []
-        return [p for p in found if p.pid not in spare]
+        kept = set(spare)
+        if keep is not None:
+            with contextlib.suppress(psutil.Error):
+                if keep.is_running():
+                    kept |= {keep.pid, *(p.pid for p in keep.children(recursive=True))}
+        return [p for p in found if p.pid not in kept]
 
     killed = _kill_until_none(find, rounds)
     reap_orphans(spare)

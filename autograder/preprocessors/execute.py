@@ -30,14 +30,14 @@ from collections import Counter
 from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbclient.util import ensure_async, run_sync
+from nbclient.util import ensure_async, run_hook, run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Integer, List, Unicode
+from traitlets import Bool, Dict, Integer, List, Unicode
 
 from .. import markers
 from ..kernel import limits as oslimits
-from ..kernel import output_cap
+from ..kernel import output_cap, warm
 from ..kernel import sandbox as sandboxing
 from ..messages import Event
 from ..verdicts import answers
@@ -76,6 +76,11 @@ class GuardedExecute(Execute):
         ["demo", "practice"],
         help="cells with these tags are not run, unless they are solution or test cells",
     ).tag(config=True)
+    warm_kernels = Bool(
+        False,
+        help="start the next notebook's sandboxed kernel while this one runs "
+        "(kernel/warm.py; a grading worker turns it on)",
+    ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._limits = oslimits.Limits(config=self.config)
@@ -107,10 +112,111 @@ class GuardedExecute(Execute):
         isolation = sandboxing.isolation_for(self._limits.sandbox)
         self.kernel_manager_class = sandboxing.kernel_manager_class(isolation)
         RUNS.append({"notebook": self._name, "events": self._events, "isolation": isolation})
+        self._warm_key = self._warm_client = None
+        if self.warm_kernels and isolation == sandboxing.BUBBLEWRAP and km is None:
+            self._warm_key = self._spare_key(nb, resources)
+            km = self._take_spare()
         try:
             return super().preprocess(nb, resources, km)
         finally:
+            if km is not None and self.km is not None:  # nbclient shuts only its own down
+                self._cleanup_kernel()
             self._progress(self._total)
+
+    # -- warm kernels (kernel/warm.py) ----------------------------------------------------------
+
+    def _kernel_arguments(self) -> list[str]:
+        """The kernel's extra arguments, as nbclient's async_start_new_kernel makes them."""
+        args = list(self.extra_arguments)
+        if self.ipython_hist_file and not any(
+            a.startswith("--HistoryManager.hist_file") for a in args
+        ):
+            args.append(f"--HistoryManager.hist_file={self.ipython_hist_file}")
+        return args
+
+    def _spare_key(self, nb, resources) -> str:
+        self._kernel = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name") or ""
+        path = (resources or {}).get("metadata", {}).get("path") or None
+        sandbox = {
+            k: v
+            for k, v in self.config.get("SandboxedKernelManager", {}).items()
+            if k not in ("token", "kernel_log")
+        }
+        return warm.spare_key(
+            self.kernel_manager_class,
+            self._kernel,
+            self._kernel_arguments(),
+            {"limits": self._limits.as_dict(), "sandbox": sandbox},
+            sandboxing.SandboxedKernelManager(config=self.config).scratch_size,
+            sandboxing.bwrap.work_folder(path),
+        )
+
+    def _take_spare(self):
+        """The worker's spare kernel if it is this notebook's, with a client to which it
+        has answered (kept for ``start_new_kernel_client``); else None."""
+        spare = warm.take(self._warm_key)
+        if spare is None:
+            return None
+        km = spare.km
+        kc = km.client()
+
+        async def answered() -> None:
+            """A kernel_info reply (what wait_for_ready waits for, without its 0.2 s of
+            draining iopub: replies are told apart by their parent's id anyway)."""
+            kc.start_channels()
+            msg_id = kc.kernel_info()
+            deadline = time.monotonic() + self.startup_timeout
+            while time.monotonic() < deadline:
+                if not await ensure_async(km.is_alive()):
+                    raise RuntimeError("the spare kernel died")
+                try:
+                    msg = await ensure_async(kc.get_shell_msg(timeout=1))
+                except queue.Empty:
+                    continue
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return
+            raise RuntimeError("the spare kernel did not answer")
+
+        try:
+            run_sync(answered)()
+        except Exception:
+            with contextlib.suppress(Exception):
+                kc.stop_channels()
+            warm.discard(spare)
+            return None
+        km.seal()  # as SandboxedKernelClient.wait_for_ready does
+        self._warm_client = kc
+        return km
+
+    def start_new_kernel_client(self):
+        """nbclient's, or the client of the spare kernel taken (``_take_spare``)."""
+        kc, self._warm_client = self._warm_client, None
+        if kc is None:
+            return super().start_new_kernel_client()
+        self.kc = kc
+        self.kc.allow_stdin = False
+        run_sync(run_hook)(self.on_notebook_start, notebook=self.nb)
+        return kc
+
+    def _start_spare(self) -> None:
+        """Start the next notebook's kernel now (the current one is up), as this one was
+        started but with a token of its own (and its own output to /dev/null: a task's
+        kernel.log is in the task's scratch folder)."""
+        from traitlets.config import Config
+
+        token = warm.new_token()
+        cfg = Config(self.config)
+        cfg.LimitedKernelManager.token = token
+        cfg.LimitedKernelManager.kernel_log = ""
+        km = self.kernel_manager_class(kernel_name=self._kernel, config=cfg)
+        path = self.resources.get("metadata", {}).get("path") or None
+        try:
+            run_sync(km.start_kernel)(extra_arguments=self._kernel_arguments(), cwd=path)
+        except Exception:
+            with contextlib.suppress(Exception):
+                km.stop_kernel_now()
+            return
+        warm.keep(self._warm_key, km, token)
 
     # -- one cell -------------------------------------------------------------------------
 
@@ -118,6 +224,8 @@ class GuardedExecute(Execute):
         if not self._loaded:
             self._loaded = True
             self._load_probe()
+            if self._warm_key is not None:
+                self._start_spare()
         cell, resources = self._one_cell(cell, resources, index)
         if index == self._total - 1:
             self._run_deferred(final=True)

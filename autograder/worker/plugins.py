@@ -14,7 +14,8 @@ worker, including workers that join later or restart, the plugin
 - starts importing nbgrader in the background, so the first task does not wait for it.
 
 Tasks (``task_function``) find their material by digest (``locate``) and refuse to run
-without it. When ``grade`` is done it unregisters the plugin, which removes the folder.
+without it. When ``grade`` is done it unregisters the plugin, which removes the folder
+and shuts down the worker's spare kernel (kernel/warm.py).
 
 This module is sent to workers by value (cloudpickle), since they may have nothing of the
 course installed: it imports only the standard library and ``distributed``.
@@ -93,6 +94,10 @@ class GradingMaterial(WorkerPlugin):
         threading.Thread(target=_warm_up, name="autograder-warm-up", daemon=True).start()
 
     def teardown(self, worker):
+        warm = sys.modules.get(f"{CODE}.kernel.warm")
+        if warm is not None:  # the worker's spare kernel (kernel/warm.py) goes with the run
+            with contextlib.suppress(Exception):
+                warm.discard_all()
         if self.path is not None:
             shutil.rmtree(self.path, ignore_errors=True)
 

@@ -46,6 +46,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)  # see grade/run.py: saves seconds of start-up
 
 from ..kernel import limits as oslimits  # noqa: E402
+from ..kernel import warm  # noqa: E402
 from ..messages import (  # noqa: E402
     Event,
     File,
@@ -113,6 +114,7 @@ class Worker:
         extra.GuardedExecute.iopub_timeout = 10
         extra.GuardedExecute.seed = job.seed
         extra.GuardedExecute.student = job.student  # a quiz grades this id's variant
+        extra.GuardedExecute.warm_kernels = True  # the next notebook's kernel starts early
         extra.LimitedKernelManager.token = token
         extra.LimitedKernelManager.kernel_log = str(scratch / "kernel.log")
         if announce is not None:  # before each cell is sent to the kernel
@@ -240,8 +242,8 @@ def grade_job(job: Job) -> Result:
         scratch = Path(tempfile.mkdtemp(prefix="autograder-job-", dir=dask_worker.local_directory))
         spare = oslimits.own_processes()
 
-        def cleanup() -> None:
-            oslimits.kill_task_processes(spare)
+        def cleanup() -> None:  # all but the spare kernel, which has run nothing yet
+            oslimits.kill_task_processes(spare, keep=warm.exempt())
 
         monitor = Monitor(job, dask_worker, scratch / "progress", cleanup)
         try:
