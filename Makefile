@@ -51,6 +51,8 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/grading_dask.py
 	$(PY) benchmarks/grading_on_submit.py
 	$(PY) benchmarks/class_report.py
+	$(PY) benchmarks/grading_profile.py
+	$(PY) benchmarks/class_scale.py
 
 lint: setup-test
 	$(PY) -m ruff check .

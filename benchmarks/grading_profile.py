@@ -205,6 +205,7 @@ def main() -> None:
     worker = worker_task.Worker()
     worker_task.warm_up()
     subs, _ = discover(course, assignments, None)
+    subs.sort(key=lambda s: (s.assignment, s.student))  # as grade dispatches them
     per: dict[str, list[dict[str, float]]] = defaultdict(list)
     sandbox = sandbox_start(max(5, 3 * args.rounds))
     quiet = os.dup(2)
