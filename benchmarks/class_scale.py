@@ -41,8 +41,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import nbformat  # noqa: E402
+from grading_dask import old_course  # noqa: E402
 
 BASELINE = "5e389c6"  # main before issue 27 (class-scale speed)
 TARGET_MINUTES = 15
@@ -86,21 +88,6 @@ def make_class(course: Path, assignments: list[str], students: int) -> int:
 def env() -> dict:
     bindir = str(Path(sys.executable).parent)
     return dict(os.environ, PATH=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
-
-
-def baseline_code(dest: Path, commit: str) -> Path:
-    """The grader of ``commit`` (its autograder/ and nbgrader_config.py) with this
-    checkout's source/."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "autograder", "nbgrader_config.py"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
-    shutil.copytree(ROOT / "source", dest / "source", ignore=skip, symlinks=True)
-    return dest
 
 
 def grade_once(code: Path, classroom: Path, jobs: int, label: str) -> tuple[float, dict]:
@@ -157,7 +144,7 @@ def main() -> None:
         )
         graders = {"today": ROOT}
         if not args.no_baseline:
-            graders["baseline"] = baseline_code(work / "baseline", args.baseline)
+            graders["baseline"] = old_course(work / "baseline", args.baseline)
         times: dict[str, list[float]] = {k: [] for k in graders}
         scores: dict[str, dict] = {}
         for r in range(args.rounds):

@@ -59,17 +59,19 @@ from autograder.demo import demo_assignments  # noqa: E402
 BEFORE_DASK = "a0f5c36"
 
 
-def old_course(dest: Path) -> None:
-    """The course with the grader of commit BEFORE_DASK."""
+def old_course(dest: Path, commit: str = BEFORE_DASK) -> Path:
+    """The course with the grader of ``commit`` (its autograder/ and nbgrader_config.py)
+    and this checkout's source/."""
     dest.mkdir(parents=True)
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", BEFORE_DASK, "autograder", "nbgrader_config.py"],
+        ["git", "-C", str(ROOT), "archive", commit, "autograder", "nbgrader_config.py"],
         capture_output=True,
         check=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
     shutil.copytree(ROOT / "source", dest / "source", ignore=skip)
+    return dest
 
 
 def grade_once(code: Path, classroom: Path, jobs: int, label: str) -> tuple[float, float]:

@@ -145,19 +145,9 @@ def instrument() -> None:
 def sandbox_start(rounds: int) -> float:
     """Median seconds bubblewrap adds to starting this Python (``-c pass``)."""
     from autograder.kernel import bwrap
+    from autograder.kernel.sandbox import python_in_sandbox
 
-    binds = [a for src, dest in bwrap.environment_binds() for a in ("--ro-bind", src, dest)]
-    sandboxed = [
-        bwrap.bwrap_program(),
-        *bwrap.base_args(),
-        *binds,
-        "--remount-ro",
-        "/",
-        "--",
-        sys.executable,
-        "-c",
-        "pass",
-    ]
+    sandboxed = python_in_sandbox(bwrap.bwrap_program())
     plain = [sys.executable, "-c", "pass"]
     diffs = []
     for _ in range(rounds):

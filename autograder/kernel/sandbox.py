@@ -75,19 +75,8 @@ def sandbox_status() -> Status:
         found = re.search(r"(\d+)\.(\d+)", out.stdout)
         if found and tuple(map(int, found.groups())) < MIN_VERSION:
             return Status(NONE, f"bubblewrap {found.group(0)} is too old: 0.8 or newer is needed")
-        binds = [a for src, dest in bwrap.environment_binds() for a in ("--ro-bind", src, dest)]
         run = subprocess.run(
-            [
-                program,
-                *bwrap.base_args(),
-                *binds,
-                "--remount-ro",
-                "/",
-                "--",
-                sys.executable,
-                "-c",
-                "pass",
-            ],
+            python_in_sandbox(program),
             capture_output=True,
             text=True,
             timeout=30,
@@ -105,6 +94,13 @@ def sandbox_status() -> Status:
             "are user namespaces disabled?",
         )
     return Status(BUBBLEWRAP)
+
+
+def python_in_sandbox(program: str) -> list[str]:
+    """This Python running ``pass`` in a sandbox like a kernel's (bwrap ``program``)."""
+    binds = [a for src, dest in bwrap.environment_binds() for a in ("--ro-bind", src, dest)]
+    python = [sys.executable, "-c", "pass"]
+    return [program, *bwrap.base_args(), *binds, "--remount-ro", "/", "--", *python]
 
 
 def isolation_for(mode: str) -> str:
