@@ -38,7 +38,6 @@ from . import bwrap
 class Spare:
     key: str
     km: object  # a started SandboxedKernelManager
-    token: str  # TASK_MARKER of its processes
     process: object = None  # psutil.Process of its launcher (bwrap), once started
 
 
@@ -78,10 +77,11 @@ def exempt():
 
 
 def new_token() -> str:
+    """A spare's own TASK_MARKER (limits.py), not the task's it is started in."""
     return secrets.token_hex(8)
 
 
-def keep(key: str, km, token: str) -> None:
+def keep(key: str, km) -> None:
     """Keep ``km`` (started) as the spare; a spare already kept is shut down."""
     import psutil
 
@@ -91,7 +91,7 @@ def keep(key: str, km, token: str) -> None:
     except (AttributeError, psutil.Error):
         process = None
     with _lock:
-        old, _spare = _spare, Spare(key, km, token, process)
+        old, _spare = _spare, Spare(key, km, process)
     if old is not None:
         discard(old)
 

@@ -216,7 +216,7 @@ class GuardedExecute(Execute):
             with contextlib.suppress(Exception):
                 km.stop_kernel_now()
             return
-        warm.keep(self._warm_key, km, token)
+        warm.keep(self._warm_key, km)
 
     # -- one cell -------------------------------------------------------------------------
 
