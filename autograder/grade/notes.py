@@ -21,8 +21,8 @@ EVENT_TEXT = {
     "wall": "the notebook ran out of its {wall} s time limit at {cell}",
     "memory": "{cell} ran out of memory (limit {memory})",
     "output": "{cell} printed too much; only the first {output} kept",
-    "grader": "the hidden test of {cell} could not check the kernel's answer (a grader bug, "
-    "or code that changed the probe): see its message",
+    "grader": "the hidden test of {cell} could not run: a course content error (the "
+    "course's to fix, not this submission's): see its message",
 }
 HISTORY_VERB = {
     "died": "crashed the kernel",

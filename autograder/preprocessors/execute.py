@@ -40,7 +40,7 @@ from ..kernel import limits as oslimits
 from ..kernel import output_cap, warm
 from ..kernel import sandbox as sandboxing
 from ..messages import Event
-from ..verdicts import answers
+from ..verdicts import answers, exercises, region
 from ..verdicts import api as verdicts
 from ..verdicts.probe import MIME, kernel_load, kernel_request
 
@@ -102,7 +102,14 @@ class GuardedExecute(Execute):
         self._total = len(nb.cells)
         self._key: bytes | None = None  # the probe's, once it is loaded
         self._loaded = False
+        self._course = self._course_notebook()
         self._targets = verdicts.exercise_targets(self._assignment)
+        if self._course is not None:  # hidden tests in the notebook: their targets
+            self._targets.update(
+                (gid, ex.targets)
+                for gid, ex in self._course.exercises.items()
+                if not exercises.is_pointer(ex.hidden)
+            )
         self._engine_code = verdicts.engine_code(self._assignment)
         self._pending = Counter(
             c.metadata["nbgrader"]["grade_id"] for c in nb.cells if verdicts.is_test_cell(c)
@@ -433,15 +440,41 @@ class GuardedExecute(Execute):
             shown=self._shown,
             passed=lambda: set(self._passed),
         )
-        result = verdicts.verdict(self._assignment, gid, kernel)
+        exercise = self._course.exercises.get(gid) if self._course is not None else None
+        if exercise is not None and not exercises.is_pointer(exercise.hidden):
+            name = ", ".join(t.split(".")[-1] for t in exercise.targets) or gid
+            result = region.verdict(exercise.hidden, kernel, self._course, name, gid)
+            passed = set(exercise.targets) if result.passed else set(kernel.ok)
+            if not result.flag:
+                self._passed |= passed
+        else:
+            result = verdicts.verdict(self._assignment, gid, kernel)
+            self._passed |= verdicts.passed_targets(self._assignment, gid, result, kernel)
         if self._probe_lost:
             return None
-        self._passed |= verdicts.passed_targets(self._assignment, gid, result, kernel)
         if result.grader_error:
             self._event("grader", index, cell)
         if result.flag:
             self._event("forged", index, cell, result.flag)
         return result
+
+    def _course_notebook(self):
+        """The instructor notebook of the notebook being graded (its hidden tests, what
+        each grades, the course's code for each exercise), from the course's source
+        folder, never from the submission; None where there is none."""
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        path = (
+            Path(coursedir.root)
+            / coursedir.source_directory
+            / self._assignment
+            / f"{self._name}.ipynb"
+        )
+        try:
+            return exercises.read_file(path)
+        except (OSError, ValueError):
+            return None
 
     def _load_probe(self) -> None:
         """Load the probe before any student cell, and take its key (a kernel that gives

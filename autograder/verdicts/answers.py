@@ -375,6 +375,81 @@ def _sg_answers(args: dict, result) -> None:
     _values(args, result)
 
 
+def _script_value(x, budget: list, depth: int = 0) -> None:
+    """Plain data as the probe's ``script_data`` gives it, within its bounds."""
+    budget[0] -= 1
+    _need(budget[0] >= 0 and depth <= 8, "a snapshot larger than the probe sends")
+    if x is None or isinstance(x, (bool, int, float)):
+        _need(not isinstance(x, int) or isinstance(x, bool) or abs(x) < 1 << 1000, "a huge int")
+        return
+    if isinstance(x, str):
+        return _need(len(x) <= 10_000, "a string longer than the probe sends")
+    if isinstance(x, list):
+        for item in x:
+            _script_value(item, budget, depth + 1)
+        return
+    _need(isinstance(x, dict) and len(x) in (1, 2, 3), "a value of a kind the probe never sends")
+    if set(x) == {"o", "i", "n"}:
+        text(x["o"], 60)
+        return _need(_script_object(x), "an object of the wrong shape")
+    if set(x) == {"a", "shape"}:
+        _need(
+            isinstance(x["shape"], list)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in x["shape"]),
+            "an array without its shape",
+        )
+        return _script_array(x["a"], budget, len(x["shape"]))
+    (kind,) = x
+    _need(kind in ("t", "s", "d") and isinstance(x[kind], list), "an unknown container")
+    for item in x[kind]:
+        if kind == "d":
+            _need(isinstance(item, list) and len(item) == 2, "a dict entry that is no pair")
+            for part in item:
+                _script_value(part, budget, depth + 1)
+        else:
+            _script_value(item, budget, depth + 1)
+
+
+def _script_object(x) -> bool:
+    return (
+        isinstance(x["i"], int)
+        and not isinstance(x["i"], bool)
+        and 0 <= x["i"] < 1 << 40
+        and (x["n"] is None or (isinstance(x["n"], int) and not isinstance(x["n"], bool)))
+    )
+
+
+def _script_array(x, budget: list, dims: int) -> None:
+    budget[0] -= 1
+    _need(budget[0] >= 0, "an array larger than the probe sends")
+    if dims == 0:
+        return _need(isinstance(x, (bool, int, float)), "an array of things not numbers")
+    _need(isinstance(x, list), "an array of the wrong depth")
+    for item in x:
+        _script_array(item, budget, dims - 1)
+
+
+def _script(args: dict, result) -> None:
+    """One snapshot per step: data, an object, the error a step raised, or unavailable."""
+    steps = args["steps"]
+    budget = [4 * 100_000 + len(steps)]
+    for k, snap in enumerate(entries(result, len(steps), "snapshots")):
+        _need(isinstance(snap, dict), "a snapshot that is not a mapping")
+        if set(snap) == {"v"}:
+            _script_value(snap["v"], budget)
+        elif set(snap) == {"o", "i", "n"}:
+            text(snap["o"], 60)
+            _need(_script_object(snap), "an object snapshot of the wrong shape")
+        elif set(snap) == {"e", "x"}:
+            text(snap["e"], 300)
+            _strings(snap["x"], 12)
+            _need(len(snap["x"]) >= 1, "an error without its class")
+        elif set(snap) == {"u"}:
+            _index(snap["u"], k)
+        else:
+            raise Malformed("a snapshot of an unknown kind")
+
+
 SHAPES: dict[str, Callable[[dict, object], None]] = {
     "graphs": _graphs,
     "order": _order,
@@ -389,5 +464,6 @@ SHAPES: dict[str, Callable[[dict, object], None]] = {
     "loss": _loss,
     "train": _train,
     "sg_answers": _sg_answers,
+    "script": _script,
     **SET_SHAPES,
 }

@@ -278,21 +278,28 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
     except Deferred:
         raise
     except GradingFailure as exc:
-        lines = wrap(str(exc))
-        if "NotImplementedError" in lines[0]:  # not written yet: that says it all
-            lines = lines[:1]
-        flag = "; ".join(dict.fromkeys(kernel.flags))
-        credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
-        return Verdict(False, "\n".join(lines), kernel.seed, flag=flag, credit=credit)
+        return failed_verdict(exc, kernel)
     except Exception as exc:  # a bug in the hidden test: never the student's fault
         text = f"{type(exc).__name__}: {exc}"[:200]
         return Verdict(
             False,
-            f"the hidden test could not run ({text}); please tell the course staff",
+            f"the hidden test could not run ({text}): a course content error, not yours; "
+            "please tell the course staff",
             kernel.seed,
             grader_error=True,
         )
     return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
+
+
+def failed_verdict(exc: GradingFailure, kernel: Kernel) -> Verdict:
+    """The verdict of a hidden test that did not pass: its message, its share of the
+    points (none when the submission is flagged)."""
+    lines = wrap(str(exc))
+    if "NotImplementedError" in lines[0] and "credited:" not in str(exc):
+        lines = lines[:1]  # not written yet: that says it all
+    flag = "; ".join(dict.fromkeys(kernel.flags))
+    credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
+    return Verdict(False, "\n".join(lines), kernel.seed, flag=flag, credit=credit)
 
 
 # ---- cells -------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ grader sends it only once that exercise's own checks are done (``verdicts.Deferr
 - ``engine.py``: operations for lessons 1 to 3 and the quizzes;
 - ``nn.py``: operations for lessons 5 and 5b (modules; losses, training);
 - ``set_gradients.py``, ``set_training.py``, ``set_arrays.py``: the problem sets' (their
-  names start ``sg_``, ``st_``, ``sa_``: the parts share one namespace in the kernel).
+  names start ``sg_``, ``st_``, ``sa_``: the parts share one namespace in the kernel);
+- ``script.py``: hidden tests written in the notebook (verdicts/region.py), replayed
+  step by step on the student's objects, answered with snapshots of plain data.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import json
 from pathlib import Path
 
 # Each part registers its operations in OPERATIONS when imported.
-from . import engine, nn, set_arrays, set_gradients, set_training  # noqa: F401
+from . import engine, nn, script, set_arrays, set_gradients, set_training  # noqa: F401
 from .runtime import ENTRY, MIME, OPERATIONS, run_isolated
 
 __all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_load", "kernel_request", "run_isolated"]
@@ -45,6 +47,7 @@ PARTS = (
     "set_gradients.py",
     "set_training.py",
     "set_arrays.py",
+    "script.py",
 )
 
 

@@ -1,0 +1,297 @@
+"""Hidden tests written in the notebook, as nbgrader teaches, decided outside the kernel.
+
+A test cell's hidden region is ordinary Python: statements that use the notebook's names
+(``Value``, ``a.grad``, ``model.parameters()``) and asserts, optionally against the
+reference engine (``from refgrad import Value as Ref``) and the course's helpers
+(``from gradekit import rng, close, part, given, raises``). ``run`` executes it **here, in
+the grader**, never in the student's kernel:
+
+- every name the region reads and does not define is the notebook's: a stand-in
+  (``Remote``) that records what the test does with it (attributes, calls, operators,
+  items) as steps. Nothing is sent until the test needs a value;
+- when it does (an ``assert``, a comparison, ``float()``, ``len()``, a loop, a format),
+  the probe replays every step so far in a forked copy of the kernel and answers with a
+  snapshot of each step's result, taken right after the step ran (probe/script.py),
+  signed and checked like every answer (answers.py): plain data of exact types, or "an
+  object of type T", or the error the step raised;
+- comparisons, truth, ``abs``, ``float`` and arithmetic on those snapshots happen here,
+  on plain data: an object that "equals anything", lies in ``__float__``, ``__bool__``
+  or ``__abs__``, or returns 0.0 from ``__sub__`` whatever it is given, proves nothing,
+  because none of its methods is ever asked to compare;
+- a failing assert gives one message: the exercise's name, the assert's line, and both
+  sides (pytest's assertion rewriting), got and expected;
+- anything the kernel cannot answer (a timeout, a crash, an error in the student's code,
+  an object where a number was expected) fails the test; an error of the test itself (a
+  name the grader does not know, a wrong import) is a course content error, the
+  author's, never the student's.
+
+``gradekit.part`` splits a cell's points into shares (one per function), and
+``gradekit.given`` puts the course's version of earlier exercises in place for a test,
+read from the instructor notebook's solution cells (exercises.py), so one bug costs only
+the exercise that has it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import math
+import random
+import sys
+import types
+
+from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict
+from .remote import ContentError, KernelError, Name, Part, Remote, Run, Session, data_of
+
+GRADEKIT = "gradekit"
+REFGRAD = "refgrad"
+
+
+def close(got, expected, rel: float = 1e-6, abs_: float = 1e-8) -> bool:
+    """got within rel (relative) or abs_ of expected; NaN is close only to NaN."""
+    g = float(got)
+    e = float(expected)
+    if math.isnan(e) or math.isnan(g):
+        return math.isnan(e) and math.isnan(g)
+    if math.isinf(e) or math.isinf(g):
+        return g == e
+    return abs(g - e) <= abs_ + rel * max(1.0, abs(e))
+
+
+def expect_close(what: str, got, expected, rel: float = 1e-6, abs_: float = 1e-8) -> None:
+    """Fail with "what: expected E, got G" unless got is close to expected."""
+    if isinstance(got, Remote):
+        got = data_of(got, "a number")
+    ok = False
+    with contextlib.suppress(TypeError, ValueError):
+        ok = close(got, expected, rel, abs_)
+    if not ok:
+        raise AssertionError(f"{what}: expected {_num(expected)}, got {_num(got)}")
+
+
+@contextlib.contextmanager
+def _part(run: Run, name: str, *targets: str, given: tuple | list = ()):
+    """A share of the cell's points: the checks inside credit ``name`` alone."""
+    piece = Part(name, tuple(targets))
+    run.parts.append(piece)
+    outer = run.session
+    run.session = Session(run, run.given(given), name)
+    try:
+        yield
+        run.finish(run.session)
+    except AssertionError as exc:
+        piece.failure = _failure_text(exc, name)
+    finally:
+        run.session.closed = True
+        run.session = outer
+        run.kernel.done.update(piece.targets)
+        if piece.failure is None:
+            run.kernel.ok.update(piece.targets)
+
+
+@contextlib.contextmanager
+def _raises(run: Run, *expected):
+    """The student's code inside must raise one of ``expected`` (classes or names)."""
+    names = {e if isinstance(e, str) else e.__name__ for e in expected}
+    wanted = " or ".join(sorted(names))
+    session = run.session
+    start = len(session.steps)
+    with contextlib.suppress(KernelError):
+        yield
+    session.flush()
+    for index in range(start, len(session.snaps)):
+        snap = session.snaps[index]
+        if "e" in snap:
+            session.seen.add(index)
+            if names & set(session.error_classes(index)):
+                return
+            raise AssertionError(
+                f"`{session.texts[index]}` should raise {wanted}, raised {snap['e']}"
+            )
+    what = session.texts[-1] if len(session.steps) > start else "the block"
+    raise AssertionError(f"`{what}` should raise {wanted}; it did not")
+
+
+GRADEKIT_API = ("close", "expect_close", "given", "part", "raises", "rng")
+
+
+def _gradekit(run: Run) -> types.ModuleType:
+    """``gradekit`` as a hidden region imports it: the helpers, bound to this run."""
+    kit = types.ModuleType(GRADEKIT)
+    kit.__doc__ = "The course's helpers for hidden tests (autograder/verdicts/region.py)."
+    kit.rng = random.Random(run.kernel.rng.getrandbits(64))  # this submission's, this cell's
+    kit.close = close
+    kit.expect_close = expect_close
+    kit.given = run.add_given_args
+    kit.part = functools.partial(_part, run)
+    kit.raises = functools.partial(_raises, run)
+    kit.__all__ = list(GRADEKIT_API)
+    return kit
+
+
+def _num(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return repr(x)[:40]
+
+
+def _failure_text(exc: BaseException, name: str) -> str:
+    """One message: the exercise's name, the failing line, both sides."""
+    text = str(exc).strip() or "assert failed"
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    line = _failing_line(exc)
+    if line and not isinstance(exc, KernelError):
+        if lines[0].startswith("assert "):  # pytest's explanation: after the line itself
+            lines[0] = f"`{line}`: {lines[0].removeprefix('assert ')}"
+        elif line.startswith("assert"):  # the author's message first, then the line
+            lines.insert(1, f"(`{line}`)")
+    return "\n".join([f"{name}: {lines[0]}", *lines[1:6]])
+
+
+def _failing_line(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    found = ""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<hidden test"):
+            found = _LINES.get(tb.tb_frame.f_code.co_filename, [""] * tb.tb_lineno)[
+                tb.tb_lineno - 1
+            ].strip()
+        tb = tb.tb_next
+    return found
+
+
+_LINES: dict[str, list[str]] = {}
+
+
+def _free_names(tree: ast.AST) -> list[str]:
+    """Names the region reads and never binds, other than builtins: the notebook's."""
+    loaded, bound = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded.append if isinstance(node.ctx, ast.Load) else bound.add)(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return [n for n in dict.fromkeys(loaded) if n not in bound and not hasattr(builtins, n)]
+
+
+def compile_region(code: str, filename: str):
+    """The region's code object, with pytest's assertion rewriting (both sides of a
+    failing assert in its message); a SyntaxError is the author's."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    try:
+        tree = ast.parse(code, filename)
+    except SyntaxError as exc:
+        raise ContentError(
+            f"the hidden test does not parse: line {exc.lineno}: {exc.msg}"
+        ) from None
+    names = _free_names(tree)
+    rewrite_asserts(tree, code.encode(), filename)
+    _LINES[filename] = code.splitlines()
+    return compile(tree, filename, "exec"), names
+
+
+def _explain(op, left, right):
+    """pytest's comparison explanation: got (the kernel's) and expected (the test's)."""
+    if op != "==":
+        return None
+    if isinstance(left, Remote) and not isinstance(right, Remote):
+        return f"got {left!r}, expected {right!r}"
+    if isinstance(right, Remote) and not isinstance(left, Remote):
+        return f"got {right!r}, expected {left!r}"
+    return None
+
+
+def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
+    """Run a hidden region against ``kernel``; GradingFailure (with credit) when it fails,
+    ContentError when the test itself is wrong, Deferred when it must wait."""
+    from _pytest.assertion import util
+
+    filename = f"<hidden test {grade_id}>"
+    code_object, names = compile_region(code, filename)
+    runner = Run(kernel, course, name)
+    kit = _gradekit(runner)
+    ns: dict = {"__name__": "__hidden_test__"}
+    ns.update({n: Name(runner, n) for n in names})
+
+    def importer(module, globals=None, locals=None, fromlist=(), level=0):
+        if module == GRADEKIT:
+            return kit
+        if module.split(".")[0] == REFGRAD:
+            return _refgrad(module, fromlist)
+        return builtins.__import__(module, globals, locals, fromlist, level)
+
+    ns["__builtins__"] = {**builtins.__dict__, "__import__": importer}
+    saved, util._reprcompare = util._reprcompare, _explain
+    try:
+        exec(code_object, ns)
+        if not runner.parts:
+            runner.finish(runner.session)
+    except Deferred:
+        raise
+    except GradingFailure:
+        raise
+    except AssertionError as exc:
+        raise GradingFailure(_failure_text(exc, name)) from None
+    except ContentError:
+        raise
+    except Exception as exc:
+        line = _failing_line(exc)
+        where = f" (at `{line}`)" if line else ""
+        raise ContentError(f"{type(exc).__name__}: {exc}{where}") from None
+    finally:
+        util._reprcompare = saved
+    _credit(runner)
+
+
+def _credit(runner: Run) -> None:
+    parts = runner.parts
+    failed = [p for p in parts if p.failure is not None]
+    if not failed:
+        return
+    right = [p.name for p in parts if p.failure is None]
+    lines = [failed[0].failure]
+    if len(failed) > 1:
+        lines.append("also failing: " + ", ".join(p.name for p in failed[1:]))
+    if right:
+        lines.append(
+            f"credited: {', '.join(right)} ({len(right)} of {len(parts)} shares of the points)"
+        )
+    raise GradingFailure("\n".join(lines), credit=len(right) / len(parts))
+
+
+def _refgrad(module: str, fromlist):
+    """The reference engine (the course's ``refgrad``, loaded by the hidden tests)."""
+    from .hidden import common
+
+    top = common.ref
+    if module == REFGRAD:
+        return top
+    return sys.modules[f"_course_refgrad.{module.split('.', 1)[1]}"] if fromlist else top
+
+
+def verdict(code: str, kernel: Kernel, course, name: str, grade_id: str) -> Verdict:
+    """The verdict of a test cell whose hidden region is code (``run``)."""
+    try:
+        run(code, kernel, course, name, grade_id)
+    except Deferred:
+        raise
+    except GradingFailure as exc:
+        return failed_verdict(exc, kernel)
+    except ContentError as exc:
+        return Verdict(
+            False,
+            f"the hidden test of {grade_id} is wrong: a course content error, not yours "
+            f"({str(exc)[:160]}); please tell the course staff",
+            kernel.seed,
+            grader_error=True,
+        )
+    return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
