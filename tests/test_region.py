@@ -150,8 +150,12 @@ def test_an_engine_operation_that_answers_with_data_is_refused(course):
 
 def test_errors_of_the_test_itself_are_course_content_errors(course):
     ns = solved_namespace()
-    for code in ("import no_such_module", "assert (", "from gradekit import given\n"
-                 "given('Value.no_such_method')\n", "x = 1 / 0"):
+    for code in (
+        "import no_such_module",
+        "assert (",
+        "from gradekit import given\ngiven('Value.no_such_method')\n",
+        "x = 1 / 0",
+    ):
         verdict = decide(code, ns, course)
         assert verdict.grader_error and "course content error" in verdict.message, code
 
@@ -185,7 +189,9 @@ assert [p.data for p in b._prev] == [2.0]
 assert len(b._prev) == 1
 """
     assert decide(code, ns, course).passed, decide(code, ns, course).message
-    verdict = decide("from gradekit import raises\nwith raises(TypeError):\n    Value(2.0)", ns, course)
+    verdict = decide(
+        "from gradekit import raises\nwith raises(TypeError):\n    Value(2.0)", ns, course
+    )
     assert not verdict.passed and "should raise TypeError" in verdict.message
 
 
@@ -246,7 +252,9 @@ def test_a_plain_nbgrader_hidden_test_is_decided_outside_the_kernel(tmp_path):
     solved = nbformat.read(source, as_version=4)
     for cell in solved.cells:
         cell.source = markers.solved(cell.source)
-    slip = mutate(solved, "other.grad += self.data * out.grad", "other.grad += other.data * out.grad")
+    slip = mutate(
+        solved, "other.grad += self.data * out.grad", "other.grad += other.data * out.grad"
+    )
     liar = nbformat.read(released / "value.ipynb", as_version=4)
     liar.cells.append(nbformat.v4.new_code_cell(LIARS))
     at = next(i for i, c in enumerate(liar.cells) if "value_test_plain" in str(c.metadata))
