@@ -43,7 +43,7 @@ import sys
 import types
 
 from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict
-from .remote import ContentError, KernelError, Name, Part, Remote, Run, Session, data_of
+from .remote import ContentError, KernelError, Name, Opaque, Part, Remote, Run, Session, data_of
 
 GRADEKIT = "gradekit"
 REFGRAD = "refgrad"
@@ -114,20 +114,63 @@ def _raises(run: Run, *expected):
     raise AssertionError(f"`{what}` should raise {wanted}; it did not")
 
 
-GRADEKIT_API = ("close", "expect_close", "given", "part", "raises", "rng")
+def kind(value) -> str:
+    """The type name of a value of the kernel's ("float", "Value"), as sent."""
+    if isinstance(value, Remote):
+        value = value._here()._value()
+    return value.type if isinstance(value, Opaque) else type(value).__name__
+
+
+def _has(run: Run, obj, name: str) -> bool:
+    """Whether the kernel's object has attribute ``name`` (hasattr, asked in the kernel)."""
+    if not isinstance(obj, Remote):
+        return hasattr(obj, name)
+    me = obj._here()
+    step = me._add(["attr", me._ref(), name], f"{me._text}.{name}")
+    snap = step._session.snap(step._index)
+    if "e" in snap and "AttributeError" in snap["x"]:
+        step._session.seen.add(step._index)
+        return False
+    step._value()  # any other error is the student's, and fails the test
+    return True
+
+
+class Context:
+    """What a library check (hidden/checks.py) is given: the run's kernel, this
+    submission's random inputs and the course code given to the current test or part."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.kernel = run.kernel
+        self.rng = run.kernel.rng
+
+    @property
+    def given(self) -> tuple:
+        return self.run.session.given
+
+
+GRADEKIT_API = ("close", "expect_close", "given", "has", "kind", "part", "raises", "rng")
 
 
 def _gradekit(run: Run) -> types.ModuleType:
-    """``gradekit`` as a hidden region imports it: the helpers, bound to this run."""
+    """``gradekit`` as a hidden region imports it: the helpers, bound to this run, and
+    the course's library checks (hidden/checks.py ``LIBRARY``)."""
+    from .hidden import checks
+
     kit = types.ModuleType(GRADEKIT)
     kit.__doc__ = "The course's helpers for hidden tests (autograder/verdicts/region.py)."
     kit.rng = random.Random(run.kernel.rng.getrandbits(64))  # this submission's, this cell's
     kit.close = close
     kit.expect_close = expect_close
     kit.given = run.add_given_args
+    kit.has = functools.partial(_has, run)
+    kit.kind = kind
     kit.part = functools.partial(_part, run)
     kit.raises = functools.partial(_raises, run)
-    kit.__all__ = list(GRADEKIT_API)
+    context = Context(run)
+    for name, check in checks.LIBRARY.items():
+        setattr(kit, name, functools.partial(check, context))
+    kit.__all__ = [*GRADEKIT_API, *checks.LIBRARY]
     return kit
 
 
