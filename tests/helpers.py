@@ -150,15 +150,23 @@ def verdict_of(
     variant (if it says). ``passed``: the exercises the notebook's earlier cells passed,
     as grading keeps them (``Kernel.course``); this cell's are added to it."""
     from autograder.verdicts import api as verdicts
+    from autograder.verdicts import region
 
     mine = passed if passed is not None else set()
     seed = verdicts.cell_seed(seed, cell_id)
     kernel = verdicts.Kernel(
         verdicts.local_ask(ns), seed, 30, student=student, shown=shown, passed=lambda: set(mine)
     )
-    result = verdicts.verdict(assignment, cell_id, kernel)
-    mine |= verdicts.passed_targets(assignment, cell_id, result, kernel)
+    result, passed = region.decide(assignment, cell_id, kernel, course_notebook(assignment))
+    mine |= passed
     return result
+
+
+def course_notebook(assignment: str):
+    """The exercises of the assignment's instructor notebook (verdicts/exercises.py)."""
+    from autograder.verdicts import exercises
+
+    return exercises.read_file(notebook_path(SOURCE, assignment))
 
 
 def failing_cells(

@@ -440,16 +440,8 @@ class GuardedExecute(Execute):
             shown=self._shown,
             passed=lambda: set(self._passed),
         )
-        exercise = self._course.exercises.get(gid) if self._course is not None else None
-        if exercise is not None and not exercises.is_pointer(exercise.hidden):
-            name = ", ".join(t.split(".")[-1] for t in exercise.targets) or gid
-            result = region.verdict(exercise.hidden, kernel, self._course, name, gid)
-            passed = set(exercise.targets) if result.passed else set(kernel.ok)
-            if not result.flag:
-                self._passed |= passed
-        else:
-            result = verdicts.verdict(self._assignment, gid, kernel)
-            self._passed |= verdicts.passed_targets(self._assignment, gid, result, kernel)
+        result, passed = region.decide(self._assignment, gid, kernel, self._course)
+        self._passed |= passed
         if self._probe_lost:
             return None
         if result.grader_error:

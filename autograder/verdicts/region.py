@@ -42,7 +42,9 @@ import random
 import sys
 import types
 
+from . import api
 from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict
+from .exercises import CourseNotebook, is_pointer
 from .remote import ContentError, KernelError, Name, Opaque, Part, Remote, Run, Session, data_of
 
 GRADEKIT = "gradekit"
@@ -338,3 +340,20 @@ def verdict(code: str, kernel: Kernel, course, name: str, grade_id: str) -> Verd
             grader_error=True,
         )
     return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
+
+
+def decide(
+    assignment: str, grade_id: str, kernel: Kernel, course: CourseNotebook | None
+) -> tuple[Verdict, set[str]]:
+    """A test cell's verdict, and the exercises it shows the student's code right in
+    (``Kernel.course``): from its hidden region when that is code, else from the test
+    the region points to in ``verdicts/hidden/<assignment>.py``."""
+    exercise = course.exercises.get(grade_id) if course is not None else None
+    if exercise is None or is_pointer(exercise.hidden):
+        result = api.verdict(assignment, grade_id, kernel)
+        return result, api.passed_targets(assignment, grade_id, result, kernel)
+    name = ", ".join(t.split(".")[-1] for t in exercise.targets) or grade_id
+    result = verdict(exercise.hidden, kernel, course, name, grade_id)
+    if result.flag:
+        return result, set()
+    return result, set(exercise.targets) if result.passed else set(kernel.ok)
