@@ -72,3 +72,11 @@ def solved(source: str) -> str:
     return "\n".join(
         ln.text for ln in read(source) if ln.region != HIDDEN and not ln.marker
     ).rstrip()
+
+
+def is_pointer(hidden: str) -> bool:
+    """A hidden region with no code of its own: only comments (a pointer to the test in
+    ``autograder/verdicts/hidden/<assignment>.py``), or the old region that only raises."""
+    code = [ln.strip() for ln in hidden.splitlines()]
+    code = [ln for ln in code if ln and not ln.startswith("#")]
+    return not code or all(ln.startswith("raise RuntimeError(") for ln in code)
