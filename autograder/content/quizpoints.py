@@ -12,10 +12,11 @@ Everything else that states them is derived from that table:
 ``sync`` writes the derived fields into the source notebook, and ``problems`` lists what
 stays inconsistent (a question without points, a test cell or heading that is not there,
 a field that differs), each naming the notebook, the cell and the file to edit.
-``generate`` runs ``sync`` and then refuses on ``problems``, so changing a question's
-points is one edit in questions.py, then ``generate``. ``python -m autograder
-sync-points`` runs ``sync`` alone. An assignment without ``questions.py`` is not a quiz:
-both do nothing for it.
+Both are for ``generate``: ``sync`` each selected assignment before it is built, then
+refuse on ``problems``; changing a question's points is then one edit in questions.py,
+and ``generate``. ``python -m autograder sync-points`` runs ``sync`` (and reports
+``problems``) on its own. An assignment without ``questions.py`` is not a quiz: both do
+nothing for it.
 """
 
 from __future__ import annotations
