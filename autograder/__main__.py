@@ -30,6 +30,21 @@ def _check_generated(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _sync_points(args: argparse.Namespace) -> int:
+    from .content import quizpoints
+    from .course import assignments
+
+    quizzes = [a for a in assignments() if quizpoints.is_quiz(a)]
+    problems = [f"{a}: not a quiz (no questions.py)" for a in args.assignments if a not in quizzes]
+    for assignment in [a for a in args.assignments or quizzes if a in quizzes]:
+        changed = quizpoints.sync(assignment)
+        print(f"{assignment}: {'points written' if changed else 'up to date'} (from questions.py)")
+        problems += quizpoints.problems(assignment)
+    for line in problems:
+        print(f"problem: {line}")
+    return ExitCode.PROBLEMS if problems else ExitCode.OK
+
+
 def _self_check(args: argparse.Namespace) -> int:
     from .students.selfcheck import self_check
 
@@ -86,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-generated", help="exit 1 if notebooks/ or solutions/ is stale")
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.set_defaults(run=_check_generated)
+
+    p = sub.add_parser(
+        "sync-points",
+        help="write each quiz question's points (POINTS in questions.py) into its notebook",
+    )
+    p.add_argument("assignments", nargs="*", help="only these quizzes (default: all)")
+    p.set_defaults(run=_sync_points)
 
     p = sub.add_parser(
         "self-check", help="run every notebook's visible checks, print a progress table"

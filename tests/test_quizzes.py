@@ -17,6 +17,8 @@ import nbformat
 import pytest
 import torch
 from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
     SOURCE,
     STUDENT,
     ScratchCourse,
@@ -29,7 +31,6 @@ from helpers import (
 ENGINE, MLP = "04_checkpoint_engine", "06_checkpoint_mlp"
 QUIZ = (ENGINE, MLP)
 PREFIX = {ENGINE: "engine_quiz", MLP: "mlp_quiz"}
-SIZE = {ENGINE: (13, 17), MLP: (17, 19)}  # (questions, points)
 IDS = [f"student{i}" for i in range(40)] + ["ada", "grace", "a.b@uni.edu", "Zoë O'Neil"]
 
 # Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
@@ -116,19 +117,32 @@ def with_answers(nb, assignment, changes: dict[str, str]) -> nbformat.NotebookNo
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_quiz_size_and_points_match_the_grader(solutions, graders, quiz, assignment):
-    nb = solutions[assignment]
-    checks = {grade_id(c): c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
-    keys = graders[assignment].KEYS
-    assert set(keys) == set(quiz.questions_of(assignment).QUESTIONS)
-    assert set(checks) == {cell_id(assignment, q) for q in keys}
-    assert {q: checks[cell_id(assignment, q)].metadata.nbgrader.points for q in keys} == {
-        q: k.points for q, k in keys.items()
-    }
-    assert (len(keys), sum(k.points for k in keys.values())) == SIZE[assignment]
-    for q in keys:  # each question's heading says its points
-        heading = next(c.source for c in nb.cells if c.source.startswith(f"### Question {q[1:]} "))
-        assert f"({keys[q].points} point" in heading, heading
+def test_quiz_points_agree_everywhere(solutions, graders, quiz, assignment):
+    """A question's points are written once (POINTS in questions.py); its test cell's
+    nbgrader points, its heading and the notebook's totals line, in source/, notebooks/
+    and solutions/, all say the same. No total is pinned here: a points change is one
+    edit in questions.py (then generate)."""
+    from autograder.content import quizpoints
+
+    points = quizpoints.points(assignment)
+    assert points == quiz.points(assignment)  # the grader reads the same table
+    assert list(points) == list(quiz.questions_of(assignment).QUESTIONS)  # every question
+    assert set(graders[assignment].KEYS) == set(points)
+    assert all(isinstance(n, int) and n > 0 for n in points.values())
+    assert quizpoints.problems(assignment) == []
+    total = f"**{len(points)} questions, {sum(points.values())} points.**"
+    for nb in (solutions[assignment], read(NOTEBOOKS, assignment), read(SOLUTIONS, assignment)):
+        checks = {grade_id(c): c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+        assert set(checks) == {cell_id(assignment, q) for q in points}
+        assert {q: checks[cell_id(assignment, q)].metadata.nbgrader.points for q in points} == (
+            points
+        )
+        for q, n in points.items():  # each question's heading says its points
+            (heading,) = [
+                c.source for c in nb.cells if c.source.startswith(f"### Question {q[1:]} ")
+            ]
+            assert heading.endswith(f"({n} point{'s' * (n != 1)})"), heading
+        assert total in nb.cells[0].source
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
@@ -664,7 +678,7 @@ def test_nbgrader_grades_the_quizzes(tmp_path, solutions, quiz, graders):
         course.submit("half", assignment, with_answers(nb, assignment, half))
         scores = course.autograde(assignment)
         full = course.max_scores(assignment)
-        assert sum(full.values()) == SIZE[assignment][1]
+        assert full == {cell_id(assignment, q): n for q, n in quiz.points(assignment).items()}
         assert scores["perfect"] == full
         assert set(scores["blank"].values()) == {0.0}
         gone = {cell_id(assignment, q) for q in lost}

@@ -11,6 +11,13 @@ import math
 
 ASSIGNMENT = "04_checkpoint_engine"
 
+# Each question's points: written here only. `python -m autograder generate` writes them
+# into the quiz notebook (its test cells' nbgrader points, the headings, the totals line).
+POINTS = {
+    "q1": 1, "q2": 2, "q3": 2, "q4": 2, "q5": 1, "q6": 1, "q7": 1, "q8": 1, "q9": 1,
+    "q10": 1, "q11": 1, "q12": 1, "q13": 2,
+}  # fmt: skip
+
 NONZERO = (-3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 NAMES = "abcdfghkmnpqrstuvwxyz"  # labels for a graph's boxes (no l, o, i or e)
 

@@ -9,6 +9,13 @@ the practice round, beforehand).
 
 ASSIGNMENT = "06_checkpoint_mlp"
 
+# Each question's points: written here only. `python -m autograder generate` writes them
+# into the quiz notebook (its test cells' nbgrader points, the headings, the totals line).
+POINTS = {
+    "q1": 1, "q2": 1, "q3": 1, "q4": 1, "q5": 2, "q6": 2, "q7": 1, "q8": 1, "q9": 1,
+    "q10": 1, "q11": 1, "q12": 1, "q13": 1, "q14": 1, "q15": 1, "q16": 1, "q17": 1,
+}  # fmt: skip
+
 
 def q1(pick):
     nin = pick.one([2, 3, 4, 5, 6])

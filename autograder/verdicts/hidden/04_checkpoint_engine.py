@@ -126,9 +126,9 @@ KEYS: dict[str, Key] = {
             "out.grad by, and an update step is worked out from grad."
         ),
     ),
-    "q2": number(REFERENCE, why_q2, points=2),
-    "q3": number(REFERENCE, why_q3, points=2),
-    "q4": order(graph_order, why_order, points=2),
+    "q2": number(REFERENCE, why_q2),
+    "q3": number(REFERENCE, why_q3),
+    "q4": order(graph_order, why_order),
     "q5": choice(
         "o1",
         lambda v, k: (
@@ -164,7 +164,7 @@ KEYS: dict[str, Key] = {
             f"At x = {g(v.x)} the slope is {g(1.0 if v.x > 0 else 0.0)}."
         ),
     ),
-    "q11": number(REFERENCE, why_q11, points=1),
+    "q11": number(REFERENCE, why_q11),
     "q12": choice(
         "o3",
         lambda v, k: (
@@ -174,7 +174,7 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "q13": function(
-        lambda v: lambda x: v.c * v.a * sigmoid(v.a * x + v.b), _softplus_inputs, why_q13, points=2
+        lambda v: lambda x: v.c * v.a * sigmoid(v.a * x + v.b), _softplus_inputs, why_q13
     ),
 }
 

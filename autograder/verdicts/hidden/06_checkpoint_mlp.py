@@ -124,8 +124,8 @@ def why_torch(v, key) -> str:
 
 
 KEYS: dict[str, Key] = {
-    "q1": number(REFERENCE, why_q1, points=1),
-    "q2": number(REFERENCE, why_q2, points=1),
+    "q1": number(REFERENCE, why_q1),
+    "q2": number(REFERENCE, why_q2),
     "q3": truth(
         {"s2"},
         lambda v, k: (
@@ -142,14 +142,13 @@ KEYS: dict[str, Key] = {
             "rate belongs to the training loop."
         ),
     ),
-    "q5": number(REFERENCE, why_q5, points=2),
+    "q5": number(REFERENCE, why_q5),
     "q6": function(
         lambda v: lambda score, y: -v.weight * y if v.margin - y * score > 0 else 0.0,
         _hinge_inputs,
         why_q6,
-        points=2,
     ),
-    "q7": order(step_order, why_q7, points=1),
+    "q7": order(step_order, why_q7),
     "q8": choice(
         "o2",
         lambda v, k: (
@@ -158,8 +157,8 @@ KEYS: dict[str, Key] = {
             "= forgets p's value."
         ),
     ),
-    "q9": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=True), points=1),
-    "q10": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=False), points=1),
+    "q9": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=True)),
+    "q10": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=False)),
     "q11": truth(
         {"s1"},
         lambda v, k: (
@@ -193,7 +192,7 @@ KEYS: dict[str, Key] = {
             "weight."
         ),
     ),
-    "q16": number(REFERENCE, lambda v, k: why_q16(v, k), points=1),
+    "q16": number(REFERENCE, lambda v, k: why_q16(v, k)),
     "q17": choice(
         "o2",
         lambda v, k: (

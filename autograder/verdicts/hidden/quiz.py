@@ -43,9 +43,10 @@ PRACTICE_POINTS = 40  # points a practice function answer is compared at
 class Key:
     """What makes an answer to one question right (see the module docstring). ``key``
     gives a variant's answer in the form the practice round stores; ``why`` explains it
-    with the variant's own numbers."""
+    with the variant's own numbers. A question's points are not here: they are written
+    once, in ``POINTS`` of its questions.py (``points``), and nbgrader grades each test
+    cell out of the points ``generate`` wrote into it from there."""
 
-    points: int
     key: Callable  # (variant) -> the answer (numbers, letters, ...) or order constraints
     why: Callable[..., str]  # (variant, key) -> the worked answer
     truth: Callable | None = field(default=None)  # functions: (variant) -> f(*args)
@@ -55,6 +56,12 @@ class Key:
 def questions_of(assignment: str):
     """The quiz's questions.py, from the course's source folder."""
     return kit._load_questions(assignment, folder=COURSE / "source" / assignment)
+
+
+def points(assignment: str) -> dict[str, int]:
+    """{question: points}: ``POINTS`` of the quiz's questions.py, the one place a
+    question's points are written."""
+    return dict(questions_of(assignment).POINTS)
 
 
 def variant(assignment: str, who, question: str):
@@ -71,52 +78,52 @@ def run(code: str, names: dict) -> dict:
     return namespace
 
 
-def number(names: dict, why: Callable, points: int) -> Key:
+def number(names: dict, why: Callable) -> Key:
     """The value of what the question asks after its code, run on the reference engine."""
 
     def key(v) -> float:
         return float(eval(v.asks, run(v.code, names)))
 
-    return Key(points, key, why)
+    return Key(key, why)
 
 
-def choice(right: str | dict[str, str], why: Callable, points: int = 1) -> Key:
+def choice(right: str | dict[str, str], why: Callable) -> Key:
     """The option with id ``right`` (or, per stem, ``right[stem]``)."""
 
     def key(v) -> str:
         return v.letter(right[v.stem] if isinstance(right, dict) else right)
 
-    return Key(points, key, why)
+    return Key(key, why)
 
 
-def truth(true_stems: set[str] | Callable, why: Callable, points: int = 1) -> Key:
+def truth(true_stems: set[str] | Callable, why: Callable) -> Key:
     """True for the stems named (or by a rule of the variant's numbers)."""
 
     def key(v) -> bool:
         return bool(true_stems(v) if callable(true_stems) else v.stem in true_stems)
 
-    return Key(points, key, why)
+    return Key(key, why)
 
 
-def line(buggy: dict[str, int], why: Callable, points: int = 1) -> Key:
+def line(buggy: dict[str, int], why: Callable) -> Key:
     """The wrong line of the variant's listing: ``buggy[template]`` (1-based)."""
 
     def key(v) -> int:
         return buggy[v.template]
 
-    return Key(points, key, why)
+    return Key(key, why)
 
 
-def order(before: Callable, why: Callable, points: int) -> Key:
+def order(before: Callable, why: Callable) -> Key:
     """Every item after all the items ``before(v)[item]`` names."""
 
     def key(v) -> dict[str, list[str]]:
         return {item: sorted(first) for item, first in before(v).items()}
 
-    return Key(points, key, why)
+    return Key(key, why)
 
 
-def function(truth_at: Callable, inputs: Callable, why: Callable, points: int) -> Key:
+def function(truth_at: Callable, inputs: Callable, why: Callable) -> Key:
     """A student's function of plain numbers, compared with ``truth_at(v)`` at the visible
     check's calls, then at random ``inputs(v, rng)``."""
 
@@ -125,7 +132,7 @@ def function(truth_at: Callable, inputs: Callable, why: Callable, points: int) -
         f = truth_at(v)
         return [[list(args), f(*args)] for args in points_for(v, inputs, rng, PRACTICE_POINTS)]
 
-    return Key(points, key, why, truth=truth_at, inputs=inputs)
+    return Key(key, why, truth=truth_at, inputs=inputs)
 
 
 def points_for(v, inputs: Callable, rng: random.Random, n: int = SAMPLES) -> list[tuple]:
