@@ -5,6 +5,7 @@ by nbgrader; and what ``generate`` refuses, each refusal one line naming the cel
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -72,6 +73,12 @@ def follow_the_document(course: ScratchCourse) -> None:
 
 
 def run_generate(course: ScratchCourse, *extra: str) -> subprocess.CompletedProcess:
+    """The document's generate command, in the scratch course, which has the generated
+    folders a checkout has (lesson 3's solution runs lesson 2's, next to it)."""
+    for folder in ("notebooks", "solutions"):
+        for lesson in ("01_value", "02_backward"):
+            if not (course.path / folder / lesson).exists():
+                shutil.copytree(ROOT / folder / lesson, course.path / folder / lesson)
     command = steps()["generate"][1].split()
     assert command[:3] == ["python", "-m", "autograder"]
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(course.path)}
@@ -192,7 +199,7 @@ def test_generate_refuses_a_test_the_solution_fails_or_the_stub_passes(tmp_path)
     assert done.returncode == 1
     assert "act_test_softplus): the course's solution fails its hidden test" in done.stderr
     assert "softplus" in done.stderr and "nothing was rebuilt" in done.stderr
-    assert not (course.path / "notebooks").exists()
+    assert not (course.path / "notebooks" / "03_activations").exists()
     path = course.path / "source" / "03_activations" / "activations.ipynb"
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if "act_test_softplus" in str(c.metadata))
