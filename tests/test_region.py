@@ -259,7 +259,16 @@ def test_a_plain_nbgrader_hidden_test_is_decided_outside_the_kernel(tmp_path):
     liar.cells.append(nbformat.v4.new_code_cell(LIARS))
     at = next(i for i, c in enumerate(liar.cells) if "value_test_plain" in str(c.metadata))
     liar.cells.insert(at, liar.cells.pop())
-    for student, nb in [("sol", solved), ("blank", blank), ("slip", slip), ("liar", liar)]:
+    edited = nbformat.read(released / "value.ipynb", as_version=4)  # a region of its own
+    for cell in edited.cells:
+        if "value_test_plain" in str(cell.metadata):
+            cell.source = "### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS\n"
+    copied = nbformat.read(released / "value.ipynb", as_version=4)  # the test cell twice
+    test_cell = next(c for c in copied.cells if "value_test_plain" in str(c.metadata))
+    copied.cells.insert(0, nbformat.from_dict(dict(test_cell)))
+    submissions = [("sol", solved), ("blank", blank), ("slip", slip), ("liar", liar)]
+    submissions += [("edited", edited), ("copied", copied)]
+    for student, nb in submissions:
         course.submit(student, "01_value", nb)
     scores = course.autograde("01_value")
     full = course.max_scores("01_value")
@@ -267,3 +276,13 @@ def test_a_plain_nbgrader_hidden_test_is_decided_outside_the_kernel(tmp_path):
     assert scores["blank"]["value_test_plain"] == 0
     assert scores["slip"]["value_test_plain"] == 0
     assert scores["liar"]["value_test_plain"] == 0
+    assert scores["edited"]["value_test_plain"] == 0  # the course's region, not the file's
+    assert scores["copied"].get("value_test_plain", 0) == 0
+
+
+def test_slip_tables_skip_an_op_they_do_not_know():
+    from autograder.verdicts.hidden.common import Program, Step
+    from autograder.verdicts.hidden.diagnose import diagnose
+
+    program = Program(1, [Step("softplus", (0,))])
+    assert diagnose(program, [0.5], [0.1], methods=("softplus",)) is None
