@@ -286,3 +286,21 @@ def test_slip_tables_skip_an_op_they_do_not_know():
 
     program = Program(1, [Step("softplus", (0,))])
     assert diagnose(program, [0.5], [0.1], methods=("softplus",)) is None
+
+
+def test_a_replay_cannot_change_what_the_test_already_read(course):
+    """Every request replays the steps in a fresh copy of the kernel; a grad that
+    answers differently on the second replay does not change the first reading."""
+    state: list[int] = []
+    ns = with_code({"STATE": state}, "class Value:\n    grad = property(lambda self: len(STATE))\n")
+    ask = api.local_ask(ns)
+
+    def counting(request):
+        state.append(1)  # each replay sees one more
+        return ask(request)
+
+    kernel = api.Kernel(counting, seed=3)
+    code = (
+        "a = Value()\ng = a.grad\nassert g == 1\nb = Value()\nassert b.grad == 2\nassert g == 1\n"
+    )
+    assert region.verdict(code, kernel, course, "grad", "x").passed
