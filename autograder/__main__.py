@@ -12,7 +12,12 @@ def _generate(args: argparse.Namespace) -> int:
     from .content.generate import generate
     from .verdicts.api import practice_round
 
-    generate(args.assignments or None, solutions=not args.no_solutions, practice=practice_round)
+    generate(
+        args.assignments or None,
+        solutions=not args.no_solutions,
+        practice=practice_round,
+        force=args.force,
+    )
     return ExitCode.OK
 
 
@@ -78,9 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("generate", help="rebuild notebooks/ and solutions/ from source/")
+    p = sub.add_parser(
+        "generate", help="rebuild notebooks/ and solutions/ from source/ where it changed"
+    )
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.add_argument("--no-solutions", action="store_true", help="only the student versions")
+    p.add_argument(
+        "--force", action="store_true", help="rebuild even the assignments that are up to date"
+    )
     p.set_defaults(run=_generate)
 
     p = sub.add_parser("check-generated", help="exit 1 if notebooks/ or solutions/ is stale")
