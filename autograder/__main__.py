@@ -8,11 +8,12 @@ import sys
 from .errors import ExitCode
 
 
-def content_problems(selected: list[str]) -> list[str]:
+def content_problems(selected: list[str], rebuilt=lambda assignment: True) -> list[str]:
     """What ``generate`` refuses in ``selected`` assignments' source (one line each):
     quiz points brought in line with questions.py first, then the notebooks' own checks
-    (content/checks.py) and every hidden test written in a notebook run against the
-    course's solution and the exercise's stub (verdicts/selftest.py)."""
+    (content/checks.py) and, for the assignments about to be ``rebuilt``, every hidden
+    test written in a notebook run against the course's solution and the exercise's stub
+    (verdicts/selftest.py)."""
     from .content import checks, quizpoints
     from .course import SOURCE
     from .verdicts import api, selftest
@@ -24,23 +25,33 @@ def content_problems(selected: list[str]) -> list[str]:
             found += quizpoints.problems(assignment)
         found += checks.problems(assignment, lambda a: set(api.hidden_tests(a)))
     if not found:  # the notebooks read right: run their hidden tests
-        for assignment in selected:
+        for assignment in [a for a in selected if rebuilt(a)]:
             found += selftest.problems(assignment, SOURCE)
     return found
 
 
 def _generate(args: argparse.Namespace) -> int:
     from .content.generate import generate
+    from .content.generate import stale as stale_for
     from .course import assignments
     from .verdicts.api import practice_round
 
-    problems = content_problems(args.assignments or assignments())
+    def stale(assignment: str) -> bool:
+        return stale_for(assignment, practice_round, solutions=not args.no_solutions) is not None
+
+    selected = args.assignments or assignments()
+    problems = content_problems(selected, rebuilt=lambda a: args.force or stale(a))
     for line in problems:
         print(f"generate: {line}", file=sys.stderr)
     if problems:
         print("generate: nothing was rebuilt; fix the lines above", file=sys.stderr)
         return ExitCode.PROBLEMS
-    generate(args.assignments or None, solutions=not args.no_solutions, practice=practice_round)
+    generate(
+        args.assignments or None,
+        solutions=not args.no_solutions,
+        practice=practice_round,
+        force=args.force,
+    )
     return ExitCode.OK
 
 
@@ -121,9 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("generate", help="rebuild notebooks/ and solutions/ from source/")
+    p = sub.add_parser(
+        "generate", help="rebuild notebooks/ and solutions/ from source/ where it changed"
+    )
     p.add_argument("assignments", nargs="*", help="only these (default: all)")
     p.add_argument("--no-solutions", action="store_true", help="only the student versions")
+    p.add_argument(
+        "--force", action="store_true", help="rebuild even the assignments that are up to date"
+    )
     p.set_defaults(run=_generate)
 
     p = sub.add_parser("check-generated", help="exit 1 if notebooks/ or solutions/ is stale")

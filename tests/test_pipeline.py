@@ -37,6 +37,64 @@ def test_generated_folders_are_up_to_date():
     assert problems == [], "\n".join(problems) + "\nrun: make generate"
 
 
+def test_generate_finds_nothing_stale():
+    """The cheap check `generate` starts with agrees that the committed folders are up to
+    date, so `python -m autograder generate` with nothing changed rebuilds nothing."""
+    from autograder.content.generate import stale
+    from autograder.verdicts.api import practice_round
+
+    found = {a: stale(a, practice_round) for a in ASSIGNMENTS}
+    assert {a: why for a, why in found.items() if why} == {}
+
+
+def test_measured_cells_keep_their_lines_without_the_times():
+    from autograder.content.generate import MEASURED_FIGURE, MEASURED_TAG, without_measurements
+
+    log = "step 1/3   loss 0.8962\ntrained in 13.9 s; accuracy 100%\n"
+    table = "width  16:  scalar     4.39 ms   Tensor  0.059 ms       74 times faster\n"
+    figure = nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "F"})
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(metadata={"tags": [MEASURED_TAG]}),
+        nbformat.v4.new_code_cell(),  # untagged: left alone
+    ]
+    for cell in nb.cells:
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=log + table), figure]
+    without_measurements(nb)
+    measured, other = (cell.outputs for cell in nb.cells)
+    assert measured[0].text == (
+        "step 1/3   loss 0.8962\ntrained in … s; accuracy 100%\n"
+        "width  16:  scalar     … ms   Tensor  … ms       … times faster\n"
+    )
+    assert measured[1] == nbformat.v4.new_output("stream", name="stdout", text=MEASURED_FIGURE)
+    assert other[0].text == log + table and other[1] == figure
+
+
+@pytest.mark.slow
+def test_generate_twice_writes_the_same_bytes_and_then_rebuilds_nothing(tmp_path, capsys):
+    """Generating one assignment twice (forced) gives byte-identical folders; a default run
+    after that finds it up to date and writes nothing."""
+    from autograder.content.generate import generate
+
+    assignment = "01_value"  # small and quick, and no engine of an earlier lesson to load
+
+    def files(root):
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert generate([assignment], force=True, dest=first) == [assignment]
+    assert generate([assignment], force=True, dest=second) == [assignment]
+    made = files(first)
+    assert f"solutions/{assignment}/value.ipynb" in made
+    assert f"notebooks/{assignment}/value.ipynb" in made
+    assert not any("__pycache__" in name for name in made)
+    assert files(second) == made
+    capsys.readouterr()
+    assert generate([assignment], dest=first) == []
+    assert capsys.readouterr().out == f"{assignment}: up to date\n"
+    assert files(first) == made
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_assignment_folder_holds_only_what_students_need(assignment):
     names = sorted(p.name for p in (SOURCE / assignment).iterdir() if p.name != "__pycache__")

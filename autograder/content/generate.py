@@ -16,15 +16,49 @@ students get is built without importing the grading code.
 
 ``coursekit.py`` is in git once (``source/.shared/``); in each generated folder it is a
 link to that file, like in ``source/<assignment>/`` (``course.place_coursekit``).
+
+Only what changed is rebuilt: ``generate`` compares each generated notebook's
+``metadata.course`` with what the source would give (a hash and the practice round, no
+nbgrader run) and skips an assignment whose notebooks all match; ``force=True``
+(``generate --force``) rebuilds anyway. ``check_generated`` is the thorough check (a fresh
+nbgrader release compared byte for byte).
+
+Generating twice writes the same bytes, so a diff of ``notebooks/`` and ``solutions/`` is
+the author's change and nothing else:
+
+- The solutions run in a fixed environment (``kernel_env``), not the author's shell's:
+  ``PYTHONHASHSEED=0`` (sets and dicts of strings iterate in one order), UTC, the C.UTF-8
+  locale, one thread for numpy's and PyTorch's arithmetic (sums add up in one order), an
+  IPython profile of its own (no startup files of the author's), no ``__pycache__``
+  written beside the notebooks, a ``matplotlibrc`` whose ``svg.hashsalt`` fixes an SVG's
+  ids, ``SOURCE_DATE_EPOCH`` for a saved figure's date, and PNGs saved by the inline
+  backend without ``Software`` (matplotlib's version).
+- nbclient records no timings; a cell's streams are coalesced (one output per stream,
+  however the kernel flushed it).
+- A cell tagged ``measured`` shows times measured when it runs (a training run's seconds, a
+  benchmark's table or plot). Its output keeps every line, with each measured number
+  (followed by ``s``, ``ms``, ``µs`` or ``times``) replaced by ``…``; a figure in it is
+  replaced by a one-line note (``MEASURED_FIGURE``). Run the cell to see the times.
+- What stays out of reach: an order that depends on where Python put objects in memory.
+  A ``Value`` keeps its parents in a set (lesson 1), and a set of objects iterates in the
+  order of their addresses, which no setting fixes; so a printed topological order, and
+  the last bits of a sum that ``backward`` accumulates in that order, may change when a
+  notebook that shows them is rebuilt (lessons 2 and 5b, problem sets 2 and 3).
+  ``generate`` rebuilds only an assignment whose source (or coursekit) changed, so such a
+  change comes with an edit of that assignment.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -33,6 +67,7 @@ from .. import markers
 from ..course import (
     KIT,
     NOTEBOOKS,
+    ROOT,
     SHARED,
     SOLUTIONS,
     SOURCE,
@@ -43,7 +78,20 @@ from ..course import (
 )
 
 EXAMPLE_ID = "example-student"  # whose quiz variant the solutions show
-GENERATOR_VERSION = "1"  # bump to force every generated notebook to count as stale
+GENERATOR_VERSION = "2"  # bump to force every generated notebook to count as stale
+MEASURED_TAG = "measured"  # a cell whose output shows times measured as it runs
+MEASURED_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?(?=\s*(?:s|ms|µs|times)\b)")
+MEASURED_FIGURE = "[a figure of times measured when this cell runs: run it to see yours]\n"
+# What the solutions' kernel gets of this process's environment; the rest is fixed.
+KERNEL_ENV_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+MATPLOTLIBRC = "svg.hashsalt: autograd-from-scratch\n"  # SVG ids from a salt, not at random
+KERNEL_CONFIG = """\
+# Written by autograder/content/generate.py for the solutions' kernel.
+c.InlineBackend.print_figure_kwargs = {
+    "bbox_inches": "tight",
+    "metadata": {"Software": None},  # no matplotlib version in a PNG
+}
+"""
 
 
 class GenerateError(RuntimeError):
@@ -75,6 +123,37 @@ def course_metadata(assignment: str, practice: Practice | None) -> dict:
     if bank:
         found["practice"] = bank
     return found
+
+
+def stale(
+    assignment: str,
+    practice: Practice | None = None,
+    dest: Path = ROOT,
+    solutions: bool = True,
+) -> str | None:
+    """Why ``assignment``'s generated notebooks under ``dest`` need rebuilding, or None.
+
+    Cheap (no nbgrader, no kernel): every source notebook has its student version and, with
+    ``solutions``, its solution, each with the ``metadata.course`` the source gives now, and
+    the student folder has every other file of the source folder."""
+    expected = course_metadata(assignment, practice)
+    src = SOURCE / assignment
+    tops = [dest / "notebooks"] + ([dest / "solutions"] if solutions else [])
+    for top in tops:
+        for source_nb in sorted(src.glob("*.ipynb")):
+            made = top / assignment / source_nb.name
+            if not made.is_file():
+                return f"{top.name}/{assignment}/{source_nb.name} is missing"
+            try:
+                found = nbformat.read(made, as_version=4).metadata.get("course")
+            except Exception:  # unreadable: rebuild it
+                return f"{top.name}/{assignment}/{source_nb.name} cannot be read"
+            if found != expected:
+                return f"{top.name}/{assignment}/{source_nb.name} was made from another source"
+    for path in sorted(src.iterdir()):
+        if path.is_file() and not (dest / "notebooks" / assignment / path.name).exists():
+            return f"notebooks/{assignment}/{path.name} is missing"
+    return None
 
 
 def _stamp(path: Path, metadata: dict) -> None:
@@ -113,6 +192,76 @@ def solution_notebook(source_nb: Path, practice: Practice | None = None) -> nbfo
     return nb
 
 
+@contextmanager
+def kernel_env() -> Iterator[dict[str, str]]:
+    """The environment the solutions' kernel runs in: the same whoever generates, and
+    nothing in it that varies from run to run (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="generate-kernel-") as tmp:
+        profile = Path(tmp) / "ipython" / "profile_default"
+        profile.mkdir(parents=True)
+        (profile / "ipython_kernel_config.py").write_text(KERNEL_CONFIG)
+        (Path(tmp) / "matplotlibrc").write_text(MATPLOTLIBRC)
+        env = {k: os.environ[k] for k in KERNEL_ENV_KEPT if k in os.environ}
+        env.update(
+            PYTHONHASHSEED="0",
+            PYTHONIOENCODING="utf-8",
+            PYTHONDONTWRITEBYTECODE="1",  # no __pycache__ left in solutions/<assignment>/
+            TZ="UTC",
+            LANG="C.UTF-8",
+            LC_ALL="C.UTF-8",
+            SOURCE_DATE_EPOCH="0",
+            IPYTHONDIR=str(Path(tmp) / "ipython"),
+            MATPLOTLIBRC=str(Path(tmp) / "matplotlibrc"),
+            OMP_NUM_THREADS="1",
+            OPENBLAS_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYDEVD_DISABLE_FILE_VALIDATION="1",  # no debugger warning on stderr
+            # coursekit.self_check() turned off (it would run every notebook), and a quiz
+            # shows the variant of an example student id, which its worked answers answer.
+            COURSEKIT_NO_SELF_CHECK="1",
+            COURSEKIT_STUDENT_ID=EXAMPLE_ID,
+        )
+        yield env
+
+
+def without_measurements(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Each cell tagged ``measured``: its measured numbers out of its printed lines, a
+    figure replaced by a note (``MEASURED_FIGURE``)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or MEASURED_TAG not in cell.metadata.get("tags", []):
+            continue
+        outputs = []
+        for output in cell.outputs:
+            data = output.get("data", {})
+            if output.output_type == "stream":
+                output.text = MEASURED_NUMBER.sub("…", output.text)
+            elif any(mime.startswith("image/") for mime in data):
+                output = nbformat.v4.new_output("stream", name="stdout", text=MEASURED_FIGURE)
+            elif "text/plain" in data:
+                data["text/plain"] = MEASURED_NUMBER.sub("…", data["text/plain"])
+            outputs.append(output)
+        cell.outputs = outputs
+    return nb
+
+
+ADDR_NO_RANDOMIZE = 0x0040000  # Linux's personality flag (personality(2))
+
+
+def fixed_addresses() -> None:
+    """Memory addresses the same on every run, in every process started from here on
+    (the solutions' kernels inherit the flag): a set of objects, such as a Value's
+    ``_prev``, iterates in the order of their addresses, so that order (a printed
+    topological order, the last digits of a sum) is then the same on every run too.
+    Elsewhere than Linux this does nothing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        current = libc.personality(0xFFFFFFFF)  # asks, changes nothing
+        if current != -1 and not current & ADDR_NO_RANDOMIZE:
+            libc.personality(current | ADDR_NO_RANDOMIZE)
+    except (OSError, AttributeError):
+        pass
+
+
 def solve(
     assignment: str,
     dest_root: Path = SOLUTIONS,
@@ -122,6 +271,8 @@ def solve(
     """Solved, executed notebooks (with the assignment's other files) in dest_root."""
     from nbclient import NotebookClient
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+    fixed_addresses()
 
     src = SOURCE / assignment
     out = dest_root / assignment
@@ -141,31 +292,50 @@ def solve(
             kernel_name="python3",
             resources={"metadata": {"path": str(out)}},
             record_timing=False,  # no timestamps: regenerating changes only what changed
+            store_widget_state=False,  # a widget's ids are random
         )
-        # coursekit.self_check() turned off (it would run every notebook), and a quiz shows
-        # the variant of an example student id, which its worked answers then answer.
-        env = dict(os.environ, COURSEKIT_NO_SELF_CHECK="1", COURSEKIT_STUDENT_ID=EXAMPLE_ID)
-        try:
-            client.execute(env=env)
-        except Exception as exc:
-            raise GenerateError(f"{source_nb.relative_to(SOURCE.parent)} failed:\n{exc}") from exc
+        with kernel_env() as env:
+            try:
+                client.execute(env=env)
+            except Exception as exc:
+                raise GenerateError(
+                    f"{source_nb.relative_to(SOURCE.parent)} failed:\n{exc}"
+                ) from exc
         # One stream output per cell and stream, however the kernel happened to flush it.
         nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
-        nbformat.write(nb, out / source_nb.name)
+        nbformat.write(without_measurements(nb), out / source_nb.name)
     return out
 
 
 def generate(
-    selected: list[str] | None = None, solutions: bool = True, practice: Practice | None = None
-) -> None:
+    selected: list[str] | None = None,
+    solutions: bool = True,
+    practice: Practice | None = None,
+    *,
+    force: bool = False,
+    dest: Path = ROOT,
+) -> list[str]:
+    """Rebuild ``dest/notebooks/<a>/`` (and, with ``solutions``, ``dest/solutions/<a>/``) of
+    each assignment ``a`` in ``selected`` (default: all) that is ``stale`` (every one with
+    ``force``); print one line per assignment; return the ones rebuilt."""
     place_coursekit(SOURCE.parent)  # source/<assignment>/coursekit.py, for nbgrader to copy
+    rebuilt = []
     for assignment in selected or assignments():
-        made = release(assignment, practice=practice)
-        print(f"{assignment}: student version -> {made.relative_to(SOURCE.parent)}")
-        link_coursekit(NOTEBOOKS / assignment, SHARED / KIT, keep_copy=False)  # not a copy
+        why = "forced" if force else stale(assignment, practice, dest, solutions)
+        if why is None:
+            print(f"{assignment}: up to date")
+            continue
+        start = time.perf_counter()
+        release(assignment, dest / "notebooks", practice=practice)
+        link_coursekit(dest / "notebooks" / assignment, SHARED / KIT, keep_copy=False)
+        made = ["notebooks"]
         if solutions:
-            solved = solve(assignment, practice=practice)
-            print(f"{assignment}: solutions -> {solved.relative_to(SOURCE.parent)}")
+            solve(assignment, dest / "solutions", practice=practice)
+            made.append("solutions")
+        took = time.perf_counter() - start
+        print(f"{assignment}: rebuilt {' and '.join(made)} in {took:.0f} s ({why})")
+        rebuilt.append(assignment)
+    return rebuilt
 
 
 def check_generated(
