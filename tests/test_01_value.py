@@ -73,8 +73,12 @@ BUGS = [
 
 # Correct, but not written the way the solution is: every one must keep full marks.
 VARIANTS = [
-    ("_prev as a tuple", "self._prev = set(_parents)", "self._prev = tuple(_parents)"),
-    ("_prev as a list", "self._prev = set(_parents)", "self._prev = list(_parents)"),
+    ("_prev as a set", "self._prev = tuple(dict.fromkeys(_parents))", "self._prev = set(_parents)"),
+    (
+        "_prev as a list",
+        "self._prev = tuple(dict.fromkeys(_parents))",
+        "self._prev = list(_parents)",
+    ),
     ("other op labels", '(self, other), "+")', '(self, other), "add")'),
     (
         "__sub__ with its own closure",

@@ -41,7 +41,7 @@ DEPARTURES = [
         "01_value",
         "value_test_add_mul",
         "parents kept under `parents`",
-        [("self._prev = set(_parents)", "self.parents = set(_parents)")],
+        [("self._prev = tuple(dict.fromkeys(_parents))", "self.parents = set(_parents)")],
         "_prev",
     ),
     (
