@@ -50,7 +50,6 @@ the author's change and nothing else:
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
@@ -244,24 +243,6 @@ def without_measurements(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-ADDR_NO_RANDOMIZE = 0x0040000  # Linux's personality flag (personality(2))
-
-
-def fixed_addresses() -> None:
-    """Memory addresses the same on every run, in every process started from here on
-    (the solutions' kernels inherit the flag): a set of objects, such as a Value's
-    ``_prev``, iterates in the order of their addresses, so that order (a printed
-    topological order, the last digits of a sum) is then the same on every run too.
-    Elsewhere than Linux this does nothing."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        current = libc.personality(0xFFFFFFFF)  # asks, changes nothing
-        if current != -1 and not current & ADDR_NO_RANDOMIZE:
-            libc.personality(current | ADDR_NO_RANDOMIZE)
-    except (OSError, AttributeError):
-        pass
-
-
 def solve(
     assignment: str,
     dest_root: Path = SOLUTIONS,
@@ -272,7 +253,6 @@ def solve(
     from nbclient import NotebookClient
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-    fixed_addresses()
 
     src = SOURCE / assignment
     out = dest_root / assignment
