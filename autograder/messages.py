@@ -31,8 +31,10 @@ class Event:
     """Something that happened while a notebook ran.
 
     ``kind`` is one of: died (the kernel died), stuck (a cell ignored the interrupt),
-    timeout (a cell hit the per-cell limit), wall (the notebook's limit ran out), memory,
-    output (output was cut), skipped (a cell was skipped, as asked), grader (a hidden test
+    timeout (a cell hit the per-cell limit), wall (the notebook's limit ran out), memory
+    (a MemoryError, or the OOM killer at the kernel's bound; a kernel it killed dies with
+    ``detail`` "memory"), processes (a fork refused at the kernel's bound), output (output
+    was cut), skipped (a cell was skipped, as asked), grader (a hidden test
     could not check the kernel's answer), forged (the kernel answered a hidden test as
     honest code never does: ``detail`` says how; a reason for review, answers.py); and, for
     a cell skipped in a later run, lost (the grading worker itself died in that cell)."""
@@ -162,7 +164,7 @@ class Result:
     def stops(self) -> list[Event]:
         """Events that stopped a notebook early (a dead or stuck kernel), with the notebook."""
         return [
-            Event(e.kind, e.cell, e.grade_id, name)
+            Event(e.kind, e.cell, e.grade_id, name, e.detail)
             for name, nb in self.notebooks.items()
             for e in nb.events
             if e.kind in ("died", "stuck")

@@ -11,7 +11,8 @@ import contextlib
 import re
 from pathlib import Path
 
-from ..kernel.limits import GiB, Limits
+from ..kernel import bounds
+from ..kernel.limits import Limits
 from ..messages import Event, Result
 
 EVENT_TEXT = {
@@ -20,6 +21,7 @@ EVENT_TEXT = {
     "timeout": "{cell} was stopped after the {limit} s per-cell limit",
     "wall": "the notebook ran out of its {wall} s time limit at {cell}",
     "memory": "{cell} ran out of memory (limit {memory})",
+    "processes": "{cell} hit the limit on processes ({processes} per kernel)",
     "output": "{cell} printed too much; only the first {output} kept",
     "grader": "the hidden test of {cell} could not run: a course content error (the "
     "course's to fix, not this submission's): see its message",
@@ -29,7 +31,7 @@ HISTORY_VERB = {
     "stuck": "hung",
     "lost": "stopped its grading worker",
 }  # a cell skipped in a later run
-PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "grader"}
+PROBLEM_EVENTS = {"died", "stuck", "timeout", "wall", "memory", "processes", "grader"}
 
 Notes = dict[str, list[tuple[str, bool]]]  # notebook name ("" for the folder) -> (text, problem)
 
@@ -61,7 +63,8 @@ def compose_notes(
     fmt = {
         "limit": limits.cell_timeout,
         "wall": limits.wall,
-        "memory": f"{limits.memory / GiB:g} GiB",
+        "memory": bounds.shown(limits.memory),
+        "processes": bounds.tasks_bound(limits),
         "output": f"{limits.output // 1000} kB",
     }
     out: Notes = {"": [(n.text, n.problem) for n in result.folder_notes]}
@@ -74,13 +77,16 @@ def compose_notes(
                 nb = nbformat.read(path, as_version=4)
         for event in (e for e in history if e.notebook == name):
             verb = HISTORY_VERB.get(event.kind, "hung")
+            if event.kind == "died" and event.detail == "memory":
+                verb = f"ran out of memory (limit {fmt['memory']})"
             notes.append(
                 (f"{describe_cell(event, nb)} {verb} and was skipped; the rest was graded", True)
             )
         for event in entry.events:
             if event.kind not in EVENT_TEXT:
                 continue
-            text = EVENT_TEXT[event.kind].format(cell=describe_cell(event, nb), **fmt)
+            kind = "memory" if event.detail == "memory" else event.kind  # killed at its bound
+            text = EVENT_TEXT[kind].format(cell=describe_cell(event, nb), **fmt)
             if event.kind in ("died", "stuck"):
                 text += "; later cells were not run"
             notes.append((text, event.kind in PROBLEM_EVENTS))

@@ -46,6 +46,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 from ..course import Course, open_course  # noqa: E402
 from ..errors import GraderError  # noqa: E402
 from ..intake.discovery import Submission, discover, folder_digest  # noqa: E402
+from ..kernel import bounds  # noqa: E402
 from ..kernel import limits as oslimits  # noqa: E402
 from ..kernel.sandbox import check_for_grading  # noqa: E402
 from ..messages import Job, Result, write_files  # noqa: E402
@@ -289,6 +290,8 @@ def grade(
     limits = limits or oslimits.Limits.for_course(course.config)
     limits = limits.replace(sandbox=check_for_grading(limits.sandbox, stream))
     jobs = jobs or len(os.sched_getaffinity(0))
+    limits, said = bounds.for_grading(limits, jobs if scheduler is None else None)
+    print(said, file=stream, flush=True)
     unknown = [a for a in assignments or [] if a not in course.assignments()]
     if unknown:
         raise GraderError(

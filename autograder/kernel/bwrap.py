@@ -59,9 +59,9 @@ def bwrap_program() -> str | None:
     return given if given else shutil.which("bwrap")
 
 
-def base_args() -> list[str]:
+def base_args(shm: int = SHM_SIZE) -> list[str]:
     """Namespaces, no capabilities, and the system (read-only) without the Python
-    environment or any writable place but size-capped tmpfs."""
+    environment or any writable place but size-capped tmpfs (``shm`` bytes of /dev/shm)."""
     args = [
         "--unshare-all",
         "--unshare-user",
@@ -103,7 +103,7 @@ def base_args() -> list[str]:
         "--dev",
         "/dev",
         "--size",
-        str(SHM_SIZE),
+        str(shm),
         "--tmpfs",
         "/dev/shm",
         "--remount-ro",
@@ -302,13 +302,18 @@ def work_folder(cwd: str | None) -> Path | None:
 
 
 def sandboxed_command(
-    kernel_cmd: list[str], cwd: Path | None, ipc: Path, fds: list[int], size: int = SCRATCH_SIZE
+    kernel_cmd: list[str],
+    cwd: Path | None,
+    ipc: Path,
+    fds: list[int],
+    size: int = SCRATCH_SIZE,
+    shm: int = SHM_SIZE,
 ) -> list[str]:
     """The whole ``bwrap ... -- kernel`` command line (see the module docstring)."""
     binds = environment_binds()
     args = [
         bwrap_program() or "bwrap",
-        *base_args(),
+        *base_args(shm),
         "--size",
         str(size),
         "--tmpfs",

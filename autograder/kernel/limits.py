@@ -79,9 +79,16 @@ class Limits(Configurable):
     wall = Integer(300, min=0, help="seconds a whole notebook may run (0: no limit)").tag(
         config=True
     )
-    memory = Bytes(3 * GiB, min=1, help="address space of each kernel").tag(config=True)
+    memory = Bytes(
+        3 * GiB,
+        min=1,
+        help="memory of each kernel: all its processes and in-memory files where a cgroup "
+        "bounds them, else each process's address space (bounds.py)",
+    ).tag(config=True)
     processes = Integer(
-        256, min=0, help="processes a kernel may add (only enforced for non-root users)"
+        256,
+        min=0,
+        help="processes a kernel may add (a pids cgroup, else RLIMIT_NPROC for non-root users)",
     ).tag(config=True)
     file_size = Bytes(1 * GiB, min=0, help="the largest file a kernel may write").tag(config=True)
     output = Bytes(1_000_000, min=0, help="bytes of output kept per cell; the rest is dropped").tag(
@@ -218,12 +225,17 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def kernel_rlimits(limits: Limits) -> list[tuple[str, int]]:
-    """The resource limits a grading kernel starts with: its memory, the largest file it
+def kernel_rlimits(limits: Limits, address_space: int | None = None) -> list[tuple[str, int]]:
+    """The resource limits a grading kernel starts with: its address space (its memory,
+    or ``address_space`` where a cgroup bounds its memory: bounds.py), the largest file it
     may write, no core dumps, the CPU time of each of its processes, and
     ``limits.processes`` more tasks than this user runs now (RLIMIT_NPROC counts every
     thread of the user, machine-wide; root is exempt, see docs/grading.md)."""
-    out = [("RLIMIT_AS", limits.memory), ("RLIMIT_FSIZE", limits.file_size), ("RLIMIT_CORE", 0)]
+    out = [
+        ("RLIMIT_AS", address_space or limits.memory),
+        ("RLIMIT_FSIZE", limits.file_size),
+        ("RLIMIT_CORE", 0),
+    ]
     if limits.cpu_seconds() > 0:
         out.append(("RLIMIT_CPU", limits.cpu_seconds()))
     if os.geteuid() != 0:
@@ -250,6 +262,7 @@ def limited_command(
     log: str | None = None,
     cgroups: list[str] = (),
     log_cap: int | None = None,
+    address_space: int | None = None,
 ) -> list[str]:
     """``argv`` (a kernel's command line) started through ``launch.py``, which moves
     itself into the kernel's control group (``cgroups``: its ``cgroup.procs`` files), sets
@@ -257,7 +270,7 @@ def limited_command(
     ``log`` (a new file; with ``log_cap``, through a pipe of which a small process keeps
     that many bytes), and then execs it (same process: nothing stays in between)."""
     spec = {
-        "rlimits": kernel_rlimits(limits),
+        "rlimits": kernel_rlimits(limits, address_space),
         "env": {TASK_MARKER: token},
         "defaults": {name: "1" for name in KERNEL_THREADS},
         "log": log or os.devnull,

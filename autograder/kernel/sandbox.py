@@ -39,7 +39,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import DottedObjectName, Integer, Type, Unicode
 
-from . import bwrap, cgroups
+from . import bounds, bwrap, cgroups
 from . import limits as oslimits
 from .bwrap import BWRAP_ENV, SandboxUnavailable, bwrap_program
 from .channels import Guard, LimitedKernelClient, capped_context
@@ -182,6 +182,7 @@ class LimitedKernelManager(AsyncKernelManager):
     client_factory = Type(LimitedKernelClient, klass=AsyncKernelClient)
     guard: Guard | None = None
     _group: cgroups.KernelGroup | None = None
+    _last_group: cgroups.KernelGroup | None = None  # removed: what it counted stays
 
     @property
     def limits(self) -> oslimits.Limits:
@@ -197,11 +198,19 @@ class LimitedKernelManager(AsyncKernelManager):
         limits = self.limits
         self._remove_group()
         self._remove_log()
-        self._group = cgroups.KernelGroup.create(limits.cpus)
+        self._group = cgroups.KernelGroup.create(
+            limits.cpus, limits.memory, bounds.tasks_bound(limits)
+        )
         self.guard = Guard(self, limits)
         procs = self._group.procs_files if self._group is not None else []
         return oslimits.limited_command(
-            cmd, limits, self.token, self.kernel_log or None, cgroups=procs, log_cap=limits.log
+            cmd,
+            limits,
+            self.token,
+            self.kernel_log or None,
+            cgroups=procs,
+            log_cap=limits.log,
+            address_space=bounds.address_space(limits, self._group),
         )
 
     def format_kernel_cmd(self, extra_arguments=None):
@@ -210,6 +219,12 @@ class LimitedKernelManager(AsyncKernelManager):
     def cpu_used(self) -> float | None:
         """CPU seconds used by the kernel and all it started (None: not counted here)."""
         return self._group.cpu_seconds() if self._group is not None else None
+
+    def bounds_hit(self) -> tuple[int, int]:
+        """(OOM kills, refused forks) in the kernel's group so far: (0, 0) where there is
+        no group or no memory or pids bound (bounds.py)."""
+        group = self._group or self._last_group
+        return (group.oom_kills(), group.refused_forks()) if group else (0, 0)
 
     def stop_kernel_now(self) -> None:
         """SIGKILL the kernel and everything it started (its group, its descendants)."""
@@ -231,7 +246,7 @@ class LimitedKernelManager(AsyncKernelManager):
     def _remove_group(self) -> None:
         if self._group is not None:
             self._group.remove()
-            self._group = None
+            self._last_group, self._group = self._group, None
 
     def _remove_log(self) -> None:
         """What one kernel wrote is never there for the next (the file is also made anew)."""
@@ -289,7 +304,7 @@ class SandboxedKernelManager(LimitedKernelManager):
                 bwrap.work_folder(kw.get("cwd")),
                 self._scratch / "ipc",
                 fds,
-                self.scratch_size,
+                *bounds.scratch_sizes(self.scratch_size, self.limits),
             )
             kw.update(
                 env=bwrap.bwrap_env(kw.get("env") or {}),

@@ -292,10 +292,12 @@ class GuardedExecute(Execute):
         self._wall_bound = self._limit < (timeout or math.inf)
         self._timed_out = False
         self._kept, self._dropped = Counter(), Counter()
+        hit = self._bounds_hit()
         try:
             cell = self.execute_cell(cell, index, store_history=True)
         except DeadKernelError:
-            self._event("died", index, cell)
+            oom = self._bounds_hit()[0] > hit[0]  # the OOM killer, at the kernel's bound
+            self._event("died", index, cell, "memory" if oom else None)
             cell.outputs.append(
                 error_output(
                     "KernelDied",
@@ -336,8 +338,11 @@ class GuardedExecute(Execute):
         else:
             if self._timed_out:
                 self._event("wall" if self._wall_bound else "timeout", index, cell)
-            if any(o.get("ename") == "MemoryError" for o in cell.outputs):
+            now = self._bounds_hit()
+            if now[0] > hit[0] or any(o.get("ename") == "MemoryError" for o in cell.outputs):
                 self._event("memory", index, cell)
+            if now[1] > hit[1]:
+                self._event("processes", index, cell)
         for name, size in self._dropped.items():
             stream = "stderr" if name == "stderr" else "stdout"
             cell.outputs.append(
@@ -591,6 +596,10 @@ class GuardedExecute(Execute):
         if cell is not None:
             gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         self._events.append(Event(kind, index, gid, detail=detail))
+
+    def _bounds_hit(self) -> tuple[int, int]:
+        """(OOM kills, refused forks) of the kernel's group so far (bounds.py)."""
+        return getattr(self.km, "bounds_hit", lambda: (0, 0))()
 
     def _kernel_alive(self) -> bool:
         async def alive():
