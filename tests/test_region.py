@@ -184,7 +184,7 @@ with raises(TypeError):
     Value("two")
 a = Value(2.0)
 b = a * a
-assert b._prev == {a}
+assert set(b._prev) == {a}
 assert [p.data for p in b._prev] == [2.0]
 assert len(b._prev) == 1
 """
