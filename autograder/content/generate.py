@@ -253,7 +253,6 @@ def solve(
     from nbclient import NotebookClient
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-
     src = SOURCE / assignment
     out = dest_root / assignment
     if out.exists():

@@ -26,10 +26,14 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from nbclient.util import ensure_async
 
 from . import bwrap
 
@@ -129,3 +133,21 @@ def discard_all() -> None:
 
 
 atexit.register(discard_all)
+
+
+async def answered(km, kc, timeout: float) -> None:
+    """Wait for the spare's kernel_info reply (what wait_for_ready waits for, without its
+    0.2 s of draining iopub: replies are told apart by their parent's id anyway)."""
+    kc.start_channels()
+    msg_id = kc.kernel_info()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not await ensure_async(km.is_alive()):
+            raise RuntimeError("the spare kernel died")
+        try:
+            msg = await ensure_async(kc.get_shell_msg(timeout=1))
+        except queue.Empty:
+            continue
+        if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            return
+    raise RuntimeError("the spare kernel did not answer")

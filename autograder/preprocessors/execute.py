@@ -102,7 +102,7 @@ class GuardedExecute(Execute):
         self._total = len(nb.cells)
         self._key: bytes | None = None  # the probe's, once it is loaded
         self._loaded = False
-        self._course = self._course_notebook()
+        self._course = exercises.instructor_notebook(self.config, self._assignment, self._name)
         self._targets = verdicts.exercise_targets(self._assignment)
         if self._course is not None:  # hidden tests in the notebook: their targets
             self._targets.update(
@@ -167,25 +167,8 @@ class GuardedExecute(Execute):
         km = spare.km
         kc = km.client()
 
-        async def answered() -> None:
-            """A kernel_info reply (what wait_for_ready waits for, without its 0.2 s of
-            draining iopub: replies are told apart by their parent's id anyway)."""
-            kc.start_channels()
-            msg_id = kc.kernel_info()
-            deadline = time.monotonic() + self.startup_timeout
-            while time.monotonic() < deadline:
-                if not await ensure_async(km.is_alive()):
-                    raise RuntimeError("the spare kernel died")
-                try:
-                    msg = await ensure_async(kc.get_shell_msg(timeout=1))
-                except queue.Empty:
-                    continue
-                if msg.get("parent_header", {}).get("msg_id") == msg_id:
-                    return
-            raise RuntimeError("the spare kernel did not answer")
-
         try:
-            run_sync(answered)()
+            run_sync(warm.answered)(km, kc, self.startup_timeout)
         except Exception:
             with contextlib.suppress(Exception):
                 kc.stop_channels()
@@ -454,24 +437,6 @@ class GuardedExecute(Execute):
         if result.flag:
             self._event("forged", index, cell, result.flag)
         return result
-
-    def _course_notebook(self):
-        """The instructor notebook of the notebook being graded (its hidden tests, what
-        each grades, the course's code for each exercise), from the course's source
-        folder, never from the submission; None where there is none."""
-        from nbgrader.coursedir import CourseDirectory
-
-        coursedir = CourseDirectory(config=self.config)
-        path = (
-            Path(coursedir.root)
-            / coursedir.source_directory
-            / self._assignment
-            / f"{self._name}.ipynb"
-        )
-        try:
-            return exercises.read_file(path)
-        except (OSError, ValueError):
-            return None
 
     def _load_probe(self) -> None:
         """Load the probe before any student cell, and take its key (a kernel that gives

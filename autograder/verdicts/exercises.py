@@ -167,4 +167,18 @@ def read_file(path: Path) -> CourseNotebook:
     return _read_file(str(path), path.stat().st_mtime)
 
 
+def instructor_notebook(config, assignment: str, notebook: str) -> CourseNotebook | None:
+    """The instructor notebook of a notebook being graded, from the course's source folder
+    as nbgrader's configuration names it (never from the submission); None if there is
+    none."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    path = Path(coursedir.root) / coursedir.source_directory / assignment / f"{notebook}.ipynb"
+    try:
+        return read_file(path)
+    except (OSError, ValueError):
+        return None
+
+
 is_pointer = markers.is_pointer
