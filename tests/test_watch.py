@@ -132,7 +132,8 @@ def test_an_arrival_is_checked_before_it_is_believed(tmp_path):
     me = __import__("pwd").getpwuid(os.getuid()).pw_name
     ok = arrival(f"{me}+{A}+2026-11-26 10:00:00.000000 UTC+abc")
     assert inbound.problem(ok, [A], 10**6, check_owner=True) == ""
-    assert ok.submitted == datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
+    assert ok.claimed == datetime(2026, 11, 26, 10, 0, tzinfo=UTC)  # kept, not believed
+    assert ok.submitted == ok.seen and ok.seen > ok.claimed
     forged = arrival(f"ada+{A}+2026-11-26 10:00:01.000000 UTC+abc")
     assert "claims to be ada's but belongs to" in inbound.problem(forged, [A], 10**6, True)
     assert inbound.problem(forged, [A], 10**6, check_owner=False) == ""
@@ -237,7 +238,7 @@ def test_two_submissions_in_one_second_are_both_recorded_and_the_later_counts(tm
     until_idle(w)
     entries = history(course, "ada")
     assert [e["status"] for e in entries] == ["superseded", "graded"], entries
-    assert entries[1]["counts"] and entries[1]["submitted"].endswith(".700000+00:00")
+    assert entries[1]["counts"] and entries[1]["claimed"].endswith(".700000+00:00")
     assert course.scores(A)["ada"]["value_test_add_mul"] < 4.0
     text = page(course, "ada")
     assert "visible checks" in text and "hidden tests" not in text  # level "received"
