@@ -139,6 +139,16 @@ def test_a_late_submission_claiming_to_be_early_is_late_and_flagged(course):
     assert "flagged for review" in str(w.stream)
 
 
+def test_a_timestamp_file_nbgrader_cannot_read_is_not_what_grade_reads(course):
+    """A claim that does not parse is no claim; grade must still find the grader's time
+    (nbgrader stops on a timestamp.txt it cannot parse)."""
+    folder = drop(course, "ada")
+    (folder / inbound.TIMESTAMP).write_text("yesterday, honest")
+    settle(folder)
+    receive(watcher(course))
+    assert datetime.now(UTC) - staged_time(course, "ada") < timedelta(seconds=30)
+
+
 def test_a_name_and_mtimes_set_back_without_a_timestamp_file_do_not_count(course):
     """No timestamp.txt: the folder's name and every mtime are the student's too."""
     settle(drop(course, "ada", datetime.now(UTC) - 10 * DAY, text=False), ago=11 * 86400)

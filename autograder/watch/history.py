@@ -36,12 +36,13 @@ class Entry:
     counts: bool = False
     claimed: str = ""  # ISO time, UTC: when the student's files say it was submitted
     review: str = ""  # a flag for review: a claim earlier than the grader's time
+    graders_time: bool = False  # ``submitted`` is the grader's (False: recorded before)
 
     def when(self) -> datetime | None:
-        """The time staged for lateness when it is not the one kept in the archive
-        (entries with a claim: the archive holds the student's timestamp.txt)."""
-        if not self.claimed:
-            return None  # the archive's timestamp.txt is the grader's (or, before: as kept)
+        """The time staged for lateness (``submitted``); None for an entry recorded
+        before the grader kept its own, staged as its archive keeps it."""
+        if not self.graders_time:
+            return None
         try:
             when = datetime.fromisoformat(self.submitted)
         except ValueError:

@@ -190,8 +190,6 @@ def problem(
         owner = _owner(arrival.path)
         if owner != arrival.student:
             return f"it claims to be {arrival.student}'s but belongs to the unix user {owner}"
-    if arrival.trouble:
-        return arrival.trouble
     bounds = bounds or Bounds()
     try:
         walk(arrival.path, Bounds(max_bytes, bounds.max_files, bounds.max_depth))
@@ -199,7 +197,7 @@ def problem(
         return str(exc)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    return ""
+    return arrival.trouble
 
 
 def _owner(path: Path) -> str:

@@ -179,6 +179,7 @@ class Watcher:
                     if arrival.claimed
                     else "",
                     review=flag,
+                    graders_time=True,
                 )
             )
             history.save()
