@@ -132,7 +132,8 @@ def test_an_arrival_is_checked_before_it_is_believed(tmp_path):
     me = __import__("pwd").getpwuid(os.getuid()).pw_name
     ok = arrival(f"{me}+{A}+2026-11-26 10:00:00.000000 UTC+abc")
     assert inbound.problem(ok, [A], 10**6, check_owner=True) == ""
-    assert ok.submitted == datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
+    assert ok.claimed == datetime(2026, 11, 26, 10, 0, tzinfo=UTC)  # kept, not believed
+    assert ok.submitted == ok.seen and ok.seen > ok.claimed
     forged = arrival(f"ada+{A}+2026-11-26 10:00:01.000000 UTC+abc")
     assert "claims to be ada's but belongs to" in inbound.problem(forged, [A], 10**6, True)
     assert inbound.problem(forged, [A], 10**6, check_owner=False) == ""
@@ -237,7 +238,7 @@ def test_two_submissions_in_one_second_are_both_recorded_and_the_later_counts(tm
     until_idle(w)
     entries = history(course, "ada")
     assert [e["status"] for e in entries] == ["superseded", "graded"], entries
-    assert entries[1]["counts"] and entries[1]["submitted"].endswith(".700000+00:00")
+    assert entries[1]["counts"] and entries[1]["claimed"].endswith(".700000+00:00")
     assert course.scores(A)["ada"]["value_test_add_mul"] < 4.0
     text = page(course, "ada")
     assert "visible checks" in text and "hidden tests" not in text  # level "received"
@@ -333,3 +334,73 @@ def test_students_submit_from_the_exchange_and_fetch_feedback_a_minute_later(
     assert eve.fetch_feedback(A) == []
     assert f"claims to be {ada.name}'s but belongs to the unix user {eve.name}" in str(w.stream)
     assert [e["status"] for e in history(course, ada.name)] == ["graded"]
+
+
+@pytest.mark.slow
+def test_a_student_who_rewrites_timestamp_txt_in_the_exchange_is_late_by_the_graders_clock(
+    tmp_path,
+    shared_exchange,  # noqa: F811
+    student_users,  # noqa: F811
+):
+    """nbgrader's inbound folder is the student's (0777, their files): ada submits, then
+    rewrites its timestamp.txt to five days earlier before the watcher looks."""
+    course = course_at(tmp_path / "course")
+    shared_exchange.release(course, A)
+    ada = student_users("ada")
+    ada.fetch(A)
+    folder = ada.submit(A, solution())
+    lie = stamp(datetime.now(UTC) - timedelta(days=5))
+    ada.run("sh", "-c", 'printf %s "$2" > "$1/timestamp.txt"', "sh", str(folder), lie)
+    assert (folder / "timestamp.txt").read_text() == lie
+    w = watcher(course, exchange=str(shared_exchange.root), early={A: "received"})
+    until_idle(w)
+    (entry,) = history(course, ada.name)
+    assert entry["status"] == "graded", str(w.stream)
+    assert entry["claimed"].startswith(lie[:10]) and "claims to have been" in entry["review"]
+    staged = (course.path / "submitted" / ada.name / A / "timestamp.txt").read_text()
+    assert datetime.now(UTC) - datetime.strptime(staged, "%Y-%m-%d %H:%M:%S.%f %Z").replace(
+        tzinfo=UTC
+    ) < timedelta(minutes=10), staged
+    record = json.loads(
+        (course.path / "autograded" / ada.name / A / ".autograder.json").read_text()
+    )
+    assert any(r.startswith("submission time: claims") for r in record["review"]), record
+    (page,) = ada.fetch_feedback(A)
+    assert "by the grader's clock" in page.read_text()
+
+
+@pytest.mark.slow
+def test_a_pipe_and_1100_nested_folders_claiming_to_come_first_stall_nobody(tmp_path):
+    course = course_at(tmp_path / "course")
+    early = datetime.now(UTC) - timedelta(days=9)
+    pipe = drop(course, "ada", solution(), early)
+    os.mkfifo(pipe / "fifo")
+    deep = drop(course, "bob", solution(), early)
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    for folder in (pipe, deep):
+        os.utime(folder, (time.time() - 60, time.time() - 60))
+    drop(course, "carl", solution())
+    w = watcher(course)
+    try:
+        reports = until_idle(w)
+        assert [k.split("/")[1].split("+")[0] for r in reports for k in r.graded] == ["carl"]
+        assert sorted(k.split("/")[1].split("+")[0] for r in reports for k in r.refused) == [
+            "ada",
+            "bob",
+        ]
+        assert sum(course.scores(A)["carl"].values()) == 14.0
+        assert w.cycle().refused == []  # recorded once
+        assert not list((course.path / "watch" / "archive").glob(".partial-*"))
+    finally:
+        top = deep / "d"
+        while (top / "d").is_dir():
+            (top / "d").rename(deep / "up")
+            top.rmdir()
+            (deep / "up").rename(top)
+        top.rmdir()

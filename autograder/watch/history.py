@@ -9,10 +9,12 @@ the gradebook holds, by ``c.Watch.policy``.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 STATUSES = ("received", "superseded", "graded")
@@ -22,8 +24,8 @@ STATUSES = ("received", "superseded", "graded")
 class Entry:
     key: str
     source: str
-    submitted: str  # ISO time, UTC
-    received: str  # ISO time, UTC
+    submitted: str  # ISO time, UTC: when the grader's side saw it land (what counts)
+    received: str  # ISO time, UTC: when the watcher took it
     status: str = "received"
     kept: str = ""  # its copy in the archive, relative to the watch folder
     note: str = ""
@@ -32,6 +34,20 @@ class Entry:
     cells: dict[str, float] = field(default_factory=dict)  # notebook/grade id: points
     seconds: float | None = None
     counts: bool = False
+    claimed: str = ""  # ISO time, UTC: when the student's files say it was submitted
+    review: str = ""  # a flag for review: a claim earlier than the grader's time
+    graders_time: bool = False  # ``submitted`` is the grader's (False: recorded before)
+
+    def when(self) -> datetime | None:
+        """The time staged for lateness (``submitted``); None for an entry recorded
+        before the grader kept its own, staged as its archive keeps it."""
+        if not self.graders_time:
+            return None
+        try:
+            when = datetime.fromisoformat(self.submitted)
+        except ValueError:
+            return None
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 class History:
@@ -75,6 +91,34 @@ class History:
         os.replace(tmp, self.path)
 
 
+def claim_html(entry: Entry) -> str:
+    """The note on a page: the grader's time, and the student's own when it differs."""
+    if not entry.claimed or entry.claimed[:19] == entry.submitted[:19]:
+        return ""
+    said = html.escape(entry.claimed[:19].replace("T", " "))
+    seen = html.escape(entry.submitted[:19].replace("T", " "))
+    return (
+        '<section id="submission-time"><p>Received at '
+        f"{seen} UTC by the grader's clock, which is what counts for the due date. "
+        f"Your submission gave its own time as {said} UTC.</p></section>"
+    )
+
+
+def refused_marks(folder: Path) -> dict[str, str]:
+    """{key: the mark of its folder when refused} of refusals that carry one: such a
+    folder is looked at again only when its mark changes."""
+    marks: dict[str, str] = {}
+    refused = folder / "refused.jsonl"
+    if refused.is_file():
+        for line in refused.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                marks[row["key"]] = str(row.get("mark") or "")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+    return {k: m for k, m in marks.items() if m}
+
+
 def known_keys(folder: Path) -> set[str]:
     """Every key the watcher has recorded (histories and refusals)."""
     keys = set()
@@ -93,10 +137,12 @@ def known_keys(folder: Path) -> set[str]:
     return keys
 
 
-def refuse(folder: Path, key: str, when: str, why: str) -> None:
-    """Record that the arrival ``key`` was refused, and why (one JSON line, appended)."""
+def refuse(folder: Path, key: str, when: str, why: str, mark: str = "") -> None:
+    """Record that the arrival ``key`` was refused, and why (one JSON line, appended);
+    ``mark``: its folder's, to look at it again only if that changes."""
     folder.mkdir(parents=True, exist_ok=True)
+    row = {"key": key, "when": when, "why": why, **({"mark": mark} if mark else {})}
     with (folder / "refused.jsonl").open("a") as fh:
-        fh.write(json.dumps({"key": key, "when": when, "why": why}) + "\n")
+        fh.write(json.dumps(row) + "\n")
         fh.flush()
         os.fsync(fh.fileno())

@@ -5,20 +5,27 @@ nbgrader names them, ``<student>+<assignment>+<timestamp>[+<random>]``.
 A folder is taken once it is whole: the exchange's once nbgrader wrote its
 ``submission_secret.txt`` (its last file), the inbox's once nothing in it changed for
 ``SETTLE`` seconds. Each is checked before it is believed (``problem``): a known
-assignment, a usable student id, its size, and for the exchange that the unix user who
-owns the folder is the student its name claims (the exchange's inbound folder is
-writable by every student). A submission taken is copied whole into the watcher's
-archive (``archive``), from which it is staged for grading (``stage``): nothing a
-student sends is lost, whatever happens to the exchange or to ``submitted/`` later.
+assignment, a usable student id, what it holds (walked within bounds, regular files
+only: tree.py), and for the exchange that the unix user who owns the folder is the
+student its name claims (the exchange's inbound folder is writable by every student). A
+submission taken is copied into the watcher's archive (``archive``), from which it is
+staged for grading (``stage``): nothing a student sends is lost, whatever happens to the
+exchange or to ``submitted/`` later.
+
+When it was handed in is the grader's to say, never the student's: ``timestamp.txt`` and
+the folder's name are written by the student. ``Arrival.seen`` is the newest change time
+(``st_ctime``) of the folder and everything in it, which no owner can set back, capped
+at the moment the watcher first saw it; ``Arrival.claimed`` is the student's own time,
+kept and shown, never used for lateness or order.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import re
 import shutil
+import stat
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..intake.discovery import GLOB_CHARS
+from .tree import Bounds, Refused, Tree, copy, walk
 
 SETTLE = 2.0  # seconds an inbox folder must be still before it is taken
 SECRET = "submission_secret.txt"
@@ -43,7 +51,16 @@ class Arrival:
     path: Path
     student: str
     assignment: str
-    submitted: datetime  # when the student submitted it (UTC)
+    claimed: datetime | None  # when the student says they submitted it (UTC): shown only
+    seen: datetime | None = None  # when the grader's side saw it land (UTC): what counts
+    trouble: str = ""  # why its folder could not be walked ("" if it could)
+
+    @property
+    def submitted(self) -> datetime:
+        """The time that counts (lateness, order): the grader's, never the claim."""
+        if self.seen is not None:
+            return self.seen
+        return self.claimed or datetime.fromtimestamp(0, UTC)
 
     @property
     def label(self) -> str:
@@ -65,18 +82,33 @@ def scan(
         if f"{source}/{entry.name}" in known:
             continue
         path = Path(entry.path)
-        if path.name.startswith(".") or not path.is_dir() or path.is_symlink():
+        if path.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
             continue
         parts = path.name.rsplit("+", 3)
         if len(parts) < 3:
             continue
-        if source == "exchange" and not (path / SECRET).is_file():
+        if source == "exchange" and not os.path.isfile(path / SECRET):
             continue  # nbgrader is still copying it
-        if source == "inbox" and now - _newest(path) < SETTLE:
+        try:
+            tree, trouble = walk(path, LOOK), ""
+        except Refused as exc:  # refused by problem(), once
+            tree, trouble = None, str(exc)
+        except OSError:
+            continue  # gone meanwhile
+        if source == "inbox" and tree is not None and now - tree.newest_mtime < SETTLE:
             continue
-        submitted = _submitted(path, parts[2])
-        found.append(Arrival(f"{source}/{path.name}", source, path, parts[0], parts[1], submitted))
+        claimed = _claimed(path, parts[2])
+        seen = _seen(path, tree, now)
+        found.append(
+            Arrival(
+                f"{source}/{path.name}", source, path, parts[0], parts[1], claimed, seen, trouble
+            )
+        )
     return sorted(found, key=lambda a: (a.submitted, a.key))
+
+
+# what scan reads of a folder before problem() applies the course's own bounds
+LOOK = Bounds(max_bytes=1 << 62, max_files=10_000, max_depth=64)
 
 
 def odd_names(folder: Path | None, known: set[str] = frozenset(), source: str = "") -> list[str]:
@@ -93,17 +125,16 @@ def odd_names(folder: Path | None, known: set[str] = frozenset(), source: str = 
     )
 
 
-def _newest(path: Path) -> float:
-    newest = path.lstat().st_mtime
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                newest = max(newest, os.lstat(os.path.join(dirpath, name)).st_mtime)
-    return newest
+def _seen(path: Path, tree: Tree | None, now: float) -> datetime:
+    """When the grader's side saw it land: the newest change time of the folder and its
+    entries (``st_ctime``: set by the kernel on every change, never settable back by the
+    owner), at most ``now`` (the watcher's first sight)."""
+    newest = tree.newest_ctime if tree is not None else path.lstat().st_ctime
+    return datetime.fromtimestamp(min(newest, now), UTC)
 
 
-def _submitted(path: Path, stamp: str) -> datetime:
-    """When it was submitted: its timestamp.txt, else its name, else its folder's time."""
+def _claimed(path: Path, stamp: str) -> datetime | None:
+    """When the student says it was submitted: its timestamp.txt, else its name."""
     from nbgrader.utils import parse_utc
 
     for text in (_read_small(path / TIMESTAMP), stamp):
@@ -113,18 +144,43 @@ def _submitted(path: Path, stamp: str) -> datetime:
             except (ValueError, OverflowError, TypeError):
                 continue
             return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return datetime.fromtimestamp(path.lstat().st_mtime, UTC)
+    return None
 
 
 def _read_small(path: Path, limit: int = 200) -> str:
+    """The start of a small regular file (a pipe or a link there reads as nothing)."""
     try:
-        with path.open("rb") as fh:
-            return fh.read(limit).decode("ascii", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, limit).decode("ascii", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
-def problem(arrival: Arrival, assignments: list[str], max_bytes: int, check_owner: bool) -> str:
+def claim_note(claimed: datetime | None, seen: datetime, tolerance: float) -> str:
+    """A flag for review when the student's claim is earlier than the grader's time by
+    more than ``tolerance`` seconds (the polling interval), else ""."""
+    if claimed is None or (seen - claimed).total_seconds() <= tolerance:
+        return ""
+    return (
+        f"claims to have been submitted at {claimed:%Y-%m-%d %H:%M:%S} UTC, "
+        f"but it landed at {seen:%Y-%m-%d %H:%M:%S} UTC (the grader's time counts)"
+    )
+
+
+def problem(
+    arrival: Arrival,
+    assignments: list[str],
+    max_bytes: int,
+    check_owner: bool,
+    bounds: Bounds | None = None,
+) -> str:
     """Why ``arrival`` cannot be taken ("" if it can), in one line."""
     if not ID.match(arrival.student) or GLOB_CHARS & set(arrival.student):
         return f"the student id {arrival.student[:40]!r} cannot be used (letters, digits, ._@-)"
@@ -134,10 +190,14 @@ def problem(arrival: Arrival, assignments: list[str], max_bytes: int, check_owne
         owner = _owner(arrival.path)
         if owner != arrival.student:
             return f"it claims to be {arrival.student}'s but belongs to the unix user {owner}"
-    size = _size(arrival.path, max_bytes)
-    if size > max_bytes:
-        return f"it holds more than {max_bytes / 1024**2:g} MB (the limit: c.Watch.max_bytes)"
-    return ""
+    bounds = bounds or Bounds()
+    try:
+        walk(arrival.path, Bounds(max_bytes, bounds.max_files, bounds.max_depth))
+    except Refused as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    return arrival.trouble
 
 
 def _owner(path: Path) -> str:
@@ -148,45 +208,34 @@ def _owner(path: Path) -> str:
         return f"#{uid}"
 
 
-def _size(path: Path, limit: int) -> int:
-    """The bytes of the files under ``path`` (links not followed), counted up to past
-    ``limit``."""
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue
-            if total > limit:
-                return total
-    return total
-
-
 # ---- keeping and staging ------------------------------------------------------------------
 
 
-def archive(arrival: Arrival, folder: Path) -> Path:
-    """Copy the submission whole into ``folder``/<its key> (links kept as links), with a
-    timestamp.txt in nbgrader's format if it had none; the copy appears at once or not
-    at all."""
+def archive(arrival: Arrival, folder: Path, bounds: Bounds) -> Path:
+    """Copy the submission's regular files into ``folder``/<its key> (links left out),
+    walked within ``bounds`` first (``Refused``, one line, past them), with a
+    timestamp.txt in nbgrader's format if it had none (the student's own is kept as it
+    is: their claim); the copy appears whole or not at all."""
     dest = folder / arrival.key.replace("/", "__")
     if dest.is_dir():
         return dest
-    tmp = folder / f".partial-{uuid.uuid4().hex}"
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(arrival.path, tmp, symlinks=True)
-    if not (tmp / TIMESTAMP).is_file():
-        (tmp / TIMESTAMP).write_text(arrival.submitted.strftime(STAMP_FORMAT))
-    os.replace(tmp, dest)
+    tree = walk(arrival.path, bounds)
+    copy(arrival.path, tree, dest, bounds)
+    if not (dest / TIMESTAMP).is_file():
+        (dest / TIMESTAMP).write_text(arrival.submitted.strftime(STAMP_FORMAT))
     return dest
 
 
-def stage(kept: Path, dest: Path, scratch: Path) -> None:
-    """Make ``dest`` (submitted/<student>/<assignment>) a copy of ``kept``."""
+def stage(kept: Path, dest: Path, scratch: Path, when: datetime | None = None) -> None:
+    """Make ``dest`` (submitted/<student>/<assignment>) a copy of ``kept``, whose
+    timestamp.txt (what ``grade`` reads for lateness) says ``when``: the grader's time,
+    not the student's (None: as kept, for a history from before the grader kept one)."""
     scratch.mkdir(parents=True, exist_ok=True)
     new = scratch / f"new-{uuid.uuid4().hex}"
-    shutil.copytree(kept, new, symlinks=True, ignore=shutil.ignore_patterns(SECRET))
+    drop = (SECRET, TIMESTAMP) if when is not None else (SECRET,)
+    shutil.copytree(kept, new, symlinks=True, ignore=shutil.ignore_patterns(*drop))
+    if when is not None:
+        (new / TIMESTAMP).write_text(when.astimezone(UTC).strftime(STAMP_FORMAT))
     dest.parent.mkdir(parents=True, exist_ok=True)
     if dest.exists() or dest.is_symlink():
         old = scratch / f"old-{uuid.uuid4().hex}"

@@ -5,8 +5,12 @@ One cycle (``Watcher.cycle``), every ``c.Watch.interval`` seconds:
 
 1. Look at nbgrader's exchange (``<root>/<course>/inbound``) and the inbox (inbound.py).
    Each new arrival is checked; a refused one gets a line in the log and in
-   ``watch/refused.jsonl``; a taken one is copied whole into ``watch/archive/`` and
-   recorded as ``received`` in its history (history.py) before anything else happens.
+   ``watch/refused.jsonl``, once (looked at again only if its folder changes); a taken
+   one is copied into ``watch/archive/`` (regular files, within bounds: tree.py) and
+   recorded as ``received`` in its history (history.py) before anything else happens,
+   with the grader's time, which counts, and the student's claimed time, which is shown
+   (and flagged for review when earlier by more than the interval). Whatever one
+   submission holds, it ends that submission only, never the cycle.
 2. For each student and assignment with received work, the latest received submission
    is staged into ``submitted/`` (earlier ones still waiting are ``superseded``: both
    are recorded, the later counts), and all of them are graded in one ``grade`` run:
@@ -29,6 +33,7 @@ keeps it). A cycle that fails is logged and the next one tries again.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -44,8 +49,9 @@ from ..intake.discovery import folder_digest
 from ..kernel import limits as oslimits
 from ..schedule import Schedule
 from . import early, inbound
-from .history import Entry, History, known_keys, refuse
+from .history import Entry, History, claim_html, known_keys, refuse, refused_marks
 from .settings import Watch
+from .tree import Refused, mark, remove_partials
 
 WATCH_FOLDER = "watch"
 ATTEMPTS = 3  # cycles a submission whose grade was not recorded is tried in, per start
@@ -89,6 +95,12 @@ class Watcher:
         self.jobs, self.limits, self.scheduler = jobs, limits, scheduler
         self.stream = stream or sys.stdout
         self.known = known_keys(self.folder)
+        self.marks = refused_marks(self.folder)
+        remove_partials(self.folder / "archive")  # what a killed run left half-made
+        if (self.folder / "stage").is_dir():
+            import shutil
+
+            shutil.rmtree(self.folder / "stage", ignore_errors=True)
         self.assignments = self.course.assignments()
         for a in self.assignments:
             self.settings.level(a, self.assignments)  # a wrong c.Watch.early fails now
@@ -121,75 +133,127 @@ class Watcher:
         return report
 
     def _take_arrivals(self, report: CycleReport) -> None:
+        self._look_again()
         for source, folder in (("exchange", self.inbound), ("inbox", self.inbox)):
             for name in inbound.odd_names(folder, self.known, source):
                 key = f"{source}/{name}"
                 if key not in self.known:
                     why = "not a submission folder named <student>+<assignment>+<time>"
-                    refuse(self.folder, key, _now(), why)
-                    self.known.add(key)
-                    report.refused.append(key)
-                    self.log(f"refused {key}: {why}")
+                    self._refuse(key, why, report)
         arrivals = inbound.scan(self.inbound, "exchange", self.known) + inbound.scan(
             self.inbox, "inbox", self.known
         )
         for arrival in sorted(arrivals, key=lambda a: (a.submitted, a.key)):
             if arrival.key in self.known:
                 continue
-            why = inbound.problem(
-                arrival, self.assignments, self.settings.max_bytes, self.settings.check_owner
-            )
-            if why:
-                refuse(self.folder, arrival.key, _now(), why)
-                self.known.add(arrival.key)
-                report.refused.append(arrival.key)
-                self.log(f"refused {arrival.key}: {why}")
-                continue
-            history = History(self.folder, arrival.student, arrival.assignment)
-            if history.find(arrival.key) is None:
-                kept = inbound.archive(arrival, self.folder / "archive")
-                history.add(
-                    Entry(
-                        arrival.key,
-                        arrival.source,
-                        arrival.submitted.isoformat(timespec="microseconds"),
-                        _now(),
-                        kept=str(kept.relative_to(self.folder)),
-                    )
+            try:
+                self._take(arrival, report)
+            except Refused as exc:
+                self._refuse(arrival.key, str(exc), report, arrival.path)
+            except Exception as exc:  # one submission's trouble ends that one only
+                why = f"it could not be taken: {type(exc).__name__}: {exc}"
+                self._refuse(arrival.key, " ".join(why.split())[:300], report, arrival.path)
+
+    def _take(self, arrival: inbound.Arrival, report: CycleReport) -> None:
+        why = inbound.problem(
+            arrival,
+            self.assignments,
+            self.settings.max_bytes,
+            self.settings.check_owner,
+            self.settings.bounds,
+        )
+        if why:
+            raise Refused(why)
+        history = History(self.folder, arrival.student, arrival.assignment)
+        if history.find(arrival.key) is None:
+            kept = inbound.archive(arrival, self.folder / "archive", self.settings.bounds)
+            flag = inbound.claim_note(arrival.claimed, arrival.submitted, self.settings.interval)
+            history.add(
+                Entry(
+                    arrival.key,
+                    arrival.source,
+                    arrival.submitted.isoformat(timespec="microseconds"),
+                    _now(),
+                    kept=str(kept.relative_to(self.folder)),
+                    claimed=arrival.claimed.isoformat(timespec="microseconds")
+                    if arrival.claimed
+                    else "",
+                    review=flag,
+                    graders_time=True,
                 )
-                history.save()
-            self.known.add(arrival.key)
-            self.pending.add((arrival.student, arrival.assignment))
-            report.received.append(arrival.key)
-            self.log(f"received {arrival.label} from the {arrival.source}")
+            )
+            history.save()
+            if flag:
+                self.log(f"flagged for review: {arrival.key} {flag}")
+        self.known.add(arrival.key)
+        self.pending.add((arrival.student, arrival.assignment))
+        report.received.append(arrival.key)
+        self.log(f"received {arrival.label} from the {arrival.source}")
+
+    def _refuse(self, key: str, why: str, report: CycleReport, path: Path | None = None) -> None:
+        """Record ``key`` as refused, once, with why (one line)."""
+        now = mark(path) if path is not None else ""
+        refuse(self.folder, key, _now(), why, now)
+        self.known.add(key)
+        if now:
+            self.marks[key] = now
+        report.refused.append(key)
+        self.log(f"refused {key}: {why}")
+
+    def _look_again(self) -> None:
+        """A refused folder is looked at again once it changes (and only then)."""
+        where = {"exchange": self.inbound, "inbox": self.inbox}
+        for key, was in list(self.marks.items()):
+            source, _, name = key.partition("/")
+            folder = where.get(source)
+            if folder is None or mark(folder / name) == was:
+                continue
+            del self.marks[key]
+            self.known.discard(key)
 
     def _stage(self, report: CycleReport) -> dict[tuple[str, str], Entry]:
         """Stage the submission each pending history needs graded: its latest received
         one, or (policy best) the counting one when the gradebook holds another."""
         todo: dict[tuple[str, str], Entry] = {}
         for student, assignment in sorted(self.pending):
-            history = History(self.folder, student, assignment)
-            waiting = [e for e in history.entries if e.status == "received"]
-            for entry in waiting[:-1]:
-                entry.status = "superseded"
-                entry.note = "a later submission arrived before this one was graded"
-            entry = waiting[-1] if waiting else history.counting(self.settings.policy)
-            history.save()
-            if entry is None:
+            try:
+                entry = self._stage_one(student, assignment)
+            except Exception as exc:  # that submission waits for a restart; the rest go on
                 self.pending.discard((student, assignment))
+                why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                report.failures.append(f"{student}/{assignment}: could not be staged: {why}")
+                self.log(
+                    f"{student}/{assignment} could not be staged ({why}); tried at the next start"
+                )
                 continue
-            dest = self.course.submitted / student / assignment
-            kept = self.folder / entry.kept
-            record = self.course.read_record(student, assignment) or {}
-            staged = dest.is_dir() and folder_digest(dest) == _staged_digest(kept)
-            done = record.get("submission_digest") == folder_digest(dest) if staged else False
-            if entry.status == "graded" and done:
-                self.pending.discard((student, assignment))
-                continue
-            if not staged:
-                inbound.stage(kept, dest, self.folder / "stage")
-            todo[(student, assignment)] = entry
+            if entry is not None:
+                todo[(student, assignment)] = entry
         return todo
+
+    def _stage_one(self, student: str, assignment: str) -> Entry | None:
+        """The entry of ``student``'s ``assignment`` to grade now, staged, or None."""
+        history = History(self.folder, student, assignment)
+        waiting = [e for e in history.entries if e.status == "received"]
+        for entry in waiting[:-1]:
+            entry.status = "superseded"
+            entry.note = "a later submission arrived before this one was graded"
+        entry = waiting[-1] if waiting else history.counting(self.settings.policy)
+        history.save()
+        if entry is None:
+            self.pending.discard((student, assignment))
+            return None
+        dest = self.course.submitted / student / assignment
+        kept = self.folder / entry.kept
+        when = entry.when()
+        record = self.course.read_record(student, assignment) or {}
+        staged = dest.is_dir() and folder_digest(dest) == _staged_digest(kept, when)
+        done = record.get("submission_digest") == folder_digest(dest) if staged else False
+        if entry.status == "graded" and done:
+            self.pending.discard((student, assignment))
+            return None
+        if not staged:
+            inbound.stage(kept, dest, self.folder / "stage", when)
+        return entry
 
     def _grade(self, todo: dict[tuple[str, str], Entry], report: CycleReport) -> None:
         from ..grade.run import grade
@@ -235,6 +299,8 @@ class Watcher:
             mine.note = record.get("note", "")
             mine.seconds = record.get("seconds")
             mine.cells = _cells(record)
+            if mine.review:
+                self._flag_record(student, assignment, record, mine.review)
             counting = history.counting(self.settings.policy)
             for e in history.entries:
                 e.counts = e is counting
@@ -256,6 +322,16 @@ class Watcher:
                 "the best one goes back into the gradebook"
             )
         self.log(f"cycle done in {time.monotonic() - started:.1f} s")
+
+    def _flag_record(self, student: str, assignment: str, record: dict, flag: str) -> None:
+        """The claim's flag in the grader's record (``review``: grades.csv, the report)."""
+        review = list(record.get("review") or [])
+        line = f"submission time: {flag}"
+        if line in review:
+            return
+        record["review"] = [*review, line]
+        path = self.course.record_path(student, assignment)
+        _write(path, json.dumps(record, indent=1, ensure_ascii=False))
 
     def _not_recorded(self, student: str, assignment: str) -> None:
         """A submission whose grade was not recorded is tried in the next cycles, up to
@@ -294,17 +370,23 @@ class Watcher:
                     report.failures.append(failure)
                     self.log(f"feedback for {assignment}: {failure}")
             for student, history, entry in mine:
-                self._pages(student, assignment, history, entry, level)
-                if entry.source == "exchange" and self.exchange is not None:
-                    folder = self.course.feedback / student / assignment
-                    self._release(student, assignment, folder, self.folder / entry.kept, report)
+                try:
+                    self._pages(student, assignment, history, entry, level)
+                    if entry.source == "exchange" and self.exchange is not None:
+                        folder = self.course.feedback / student / assignment
+                        kept = self.folder / entry.kept
+                        self._release(student, assignment, folder, kept, report)
+                except Exception as exc:  # that student's pages only
+                    why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                    report.failures.append(f"{student}/{assignment}: feedback failed: {why}")
+                    self.log(f"feedback for {student}/{assignment} failed: {why}")
 
     def _pages(
         self, student: str, assignment: str, history: History, entry: Entry, level: str
     ) -> None:
         """The pages in feedback/<student>/<assignment>/, each ending with the history."""
         folder = self.course.feedback / student / assignment
-        section = early.history_section(history.entries, points=level == "all")
+        section = claim_html(entry) + early.history_section(history.entries, points=level == "all")
         if level == "all":
             for page in sorted(folder.glob("*.html")):
                 text = page.read_text(encoding="utf-8", errors="replace")
@@ -391,12 +473,12 @@ class _Prefixed:
         pass
 
 
-def _staged_digest(kept: Path) -> str:
+def _staged_digest(kept: Path, when: datetime | None) -> str:
     """The digest ``submitted/`` has when ``kept`` is staged there (without its secret)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        inbound.stage(kept, Path(tmp) / "s", Path(tmp) / "scratch")
+        inbound.stage(kept, Path(tmp) / "s", Path(tmp) / "scratch", when)
         return folder_digest(Path(tmp) / "s")
 
 

@@ -17,6 +17,7 @@ from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
 from traitlets.config import Config, Configurable
 
 from ..errors import GraderError
+from .tree import Bounds
 
 LEVELS = ("received", "hidden", "all")
 
@@ -53,11 +54,20 @@ class Watch(Configurable):
     max_bytes = Integer(
         20 * 1024**2, min=1, help="largest submission taken (bytes, all its files)"
     ).tag(config=True)
+    max_files = Integer(500, min=1, help="most files a submission may hold (all its folders)").tag(
+        config=True
+    )
+    max_depth = Integer(16, min=1, help="deepest its folders may nest").tag(config=True)
     check_owner = Bool(
         True,
         help="refuse an exchange submission whose folder is not owned by the unix user "
         "its name claims (as nbgrader's collect warns)",
     ).tag(config=True)
+
+    @property
+    def bounds(self) -> Bounds:
+        """What a submission may hold (tree.py), checked before anything is copied."""
+        return Bounds(self.max_bytes, self.max_files, self.max_depth)
 
     @classmethod
     def for_course(cls, config=None) -> Watch:
