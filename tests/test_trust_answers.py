@@ -26,6 +26,7 @@ import pytest
 from helpers import (
     SOLUTIONS,
     SOURCE,
+    course_notebook,
     grade_id,
     is_test_cell,
     lesson_path,
@@ -36,7 +37,7 @@ from helpers import (
 
 from autograder.kernel.limits import Limits
 from autograder.preprocessors.execute import RUNS, GuardedExecute
-from autograder.verdicts import answers
+from autograder.verdicts import answers, region
 from autograder.verdicts import api as verdicts
 from autograder.verdicts.probe import runtime
 
@@ -227,9 +228,8 @@ def honest_namespace():
 def test_every_honest_answer_has_its_operations_shape():
     """The probe's own answers on the course's solution pass the shape checks (the lessons'
     tests run every hidden test this way)."""
-    verdict = verdicts.verdict(
-        A, "value_test_arithmetic", verdicts.Kernel(verdicts.local_ask(honest_namespace()), 7)
-    )
+    kernel = verdicts.Kernel(verdicts.local_ask(honest_namespace()), 7)
+    verdict, _ = region.decide(A, "value_test_arithmetic", kernel, course_notebook(A))
     assert verdict.passed and not verdict.flag, verdict
 
 
@@ -242,7 +242,7 @@ def test_a_test_that_would_send_the_course_code_of_a_pending_exercise_waits():
         lambda r: sent.append(r) or {"result": []}, 1, pending=lambda: {"Value.__add__"}
     )
     with pytest.raises(verdicts.Deferred):
-        verdicts.verdict(A, "value_test_arithmetic", kernel)
+        region.decide(A, "value_test_arithmetic", kernel, course_notebook(A))
     assert sent == []  # nothing went to the kernel
 
 

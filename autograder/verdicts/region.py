@@ -75,14 +75,18 @@ def expect_close(what: str, got, expected, rel: float = 1e-6, abs_: float = 1e-8
 
 @contextlib.contextmanager
 def _part(run: Run, name: str, *targets: str, given: tuple | list = ()):
-    """A share of the cell's points: the checks inside credit ``name`` alone."""
+    """A share of the cell's points: the checks inside credit ``name`` alone. The
+    course code given to the test so far (``given()``) is given to the part too."""
     piece = Part(name, tuple(targets))
     run.parts.append(piece)
     outer = run.session
-    run.session = Session(run, run.given(given), name)
+    mine = {g.target: g for g in (*outer.given, *run.given(given))}
+    run.session = Session(run, tuple(mine.values()), name)
     try:
         yield
         run.finish(run.session)
+    except GradingFailure as exc:  # a library check's: its message names what failed
+        piece.failure = str(exc)
     except AssertionError as exc:
         piece.failure = _failure_text(exc, name)
     finally:
