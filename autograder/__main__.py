@@ -31,6 +31,7 @@ def content_problems(selected: list[str], rebuilt=lambda assignment: True) -> li
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from .content import checks
     from .content.generate import generate
     from .content.generate import stale as stale_for
     from .course import assignments
@@ -40,6 +41,9 @@ def _generate(args: argparse.Namespace) -> int:
         return stale_for(assignment, practice_round, solutions=not args.no_solutions) is not None
 
     selected = args.assignments or assignments()
+    for assignment in selected:
+        for line in checks.length_notes(assignment):
+            print(f"generate: note: {line}", file=sys.stderr)
     problems = content_problems(selected, rebuilt=lambda a: args.force or stale(a))
     for line in problems:
         print(f"generate: {line}", file=sys.stderr)

@@ -167,3 +167,27 @@ def _points_problems(nb: dict, rel) -> list[str]:
             f"have {total:g}: make them agree"
         )
     return found
+
+
+# One sitting: the longest lessons had about 2,300 words of prose and 6 exercises when
+# lesson 5 (3,500 words, 7 exercises) was split in two (issue 24).
+LESSON_WORDS, LESSON_EXERCISES = 2500, 6
+
+
+def length_notes(assignment: str, source: Path = SOURCE) -> list[str]:
+    """Advice, not a refusal: a lesson with more prose or exercises than one sitting holds
+    (quizzes and problem sets are homework, not lessons)."""
+    if "_checkpoint_" in assignment or "_set_" in assignment:
+        return []
+    notes = []
+    for path in sorted((source / assignment).glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        words = sum(len(_source(c).split()) for c in cells if c.get("cell_type") == "markdown")
+        exercises = sum(1 for c in cells if _is_test(c))
+        if words > LESSON_WORDS or exercises > LESSON_EXERCISES:
+            notes.append(
+                f"source/{assignment}/{path.name}: {words} words of prose and {exercises} "
+                f"graded exercises; lessons here keep to {LESSON_WORDS} and "
+                f"{LESSON_EXERCISES} so that one fits a sitting: consider splitting it"
+            )
+    return notes
