@@ -231,9 +231,11 @@ def _free_names(tree: ast.AST) -> list[str]:
     return [n for n in dict.fromkeys(loaded) if n not in bound and not hasattr(builtins, n)]
 
 
+@functools.lru_cache(maxsize=256)
 def compile_region(code: str, filename: str):
     """The region's code object, with pytest's assertion rewriting (both sides of a
-    failing assert in its message); a SyntaxError is the author's."""
+    failing assert in its message), compiled once per worker; a SyntaxError is the
+    author's."""
     from _pytest.assertion.rewrite import rewrite_asserts
 
     try:
