@@ -14,11 +14,11 @@ a print, a picture or a ``repr``. So an early page shows, per test cell:
 - the grader's note, the same way.
 
 Every text shown also goes through ``grader_words``: a word that is not in the grader's
-own vocabulary (its verdict code, coursekit.py, the students' notebooks, numbered or
-with a "d" in front: ``x12``, ``dx0``) or one of Python's exception classes becomes "…", as does any character but ASCII punctuation and
-a few signs, and the text is cut to ``MAX_LINES`` lines of ``MAX_CHARS`` characters in
-all. Whatever escaped the grader's bookkeeping thus carries words the student already
-has, and little of them.
+own vocabulary (its verdict code, coursekit.py, the students' notebooks; numbered or
+with a "d" in front: ``x12``, ``dx0``) or one of Python's exception classes becomes "…",
+as does any character but ASCII punctuation and a few signs, and the text is cut to
+``MAX_LINES`` lines and ``MAX_CHARS`` characters. Whatever escaped the grader's
+bookkeeping thus carries words the student already has, and little of them.
 """
 
 from __future__ import annotations
