@@ -268,3 +268,4 @@ def test_the_watchers_early_pages_carry_nothing_of_the_kernel(tmp_path):
     assert "ValueError (run the notebook to see its message)" in text
     honest = page(course, "bob")
     assert "__add__" in honest and "got" in honest, honest
+    assert "<td>value_test_hand_backprop</td>" in honest and "<td>3</td>" in honest  # points
