@@ -31,6 +31,7 @@ from nbgrader import utils
 
 from .. import markers
 from . import answers
+from .heard import GRADER_ERROR, heard_texts, without_heard
 
 MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
 
@@ -66,6 +67,9 @@ class Verdict:
     grader_error: bool = False  # the hidden test itself failed: a course error
     flag: str = ""  # an answer honest code never gives: why the submission is reviewed
     credit: float = 0.0  # the share of the points earned when not passed (0 to 1)
+    # The message without any text the kernel sent (heard.py), for early feedback;
+    # None: not known, and an early page then shows none of the message.
+    plain: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -129,6 +133,7 @@ class Kernel:
         self.done: set[str] = set()
         self.passed = passed
         self.ok: set[str] = set()  # targets of this cell whose part passed (``shares``)
+        self.heard: list[str] = [shown] if shown else []  # every text the kernel sent
 
     def course(self, *given: Given) -> tuple[Given, ...]:
         """What of the course's code for earlier exercises a test needs: none for an
@@ -154,6 +159,7 @@ class Kernel:
                 "nonce": secrets.token_hex(16),
             }
         )
+        heard_texts(answer, self.heard)
         if "forged" in answer:
             self.flags.append(f"{answers.NOT_THE_PROBES}: {answer['forged']}")
             fail(f"{what}: {answers.NOT_THE_PROBES} (scored 0 and flagged for review)")
@@ -287,6 +293,7 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
             "please tell the course staff",
             kernel.seed,
             grader_error=True,
+            plain=GRADER_ERROR,
         )
     return Verdict(True, "", kernel.seed, flag="; ".join(dict.fromkeys(kernel.flags)))
 
@@ -295,11 +302,14 @@ def failed_verdict(exc: GradingFailure, kernel: Kernel) -> Verdict:
     """The verdict of a hidden test that did not pass: its message, its share of the
     points (none when the submission is flagged)."""
     lines = wrap(str(exc))
+    plain = wrap(without_heard(str(exc), kernel.heard))
     if "NotImplementedError" in lines[0] and "credited:" not in str(exc):
-        lines = lines[:1]  # not written yet: that says it all
+        lines, plain = lines[:1], plain[:1]  # not written yet: that says it all
     flag = "; ".join(dict.fromkeys(kernel.flags))
     credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
-    return Verdict(False, "\n".join(lines), kernel.seed, flag=flag, credit=credit)
+    return Verdict(
+        False, "\n".join(lines), kernel.seed, flag=flag, credit=credit, plain="\n".join(plain)
+    )
 
 
 # ---- cells -------------------------------------------------------------------------------

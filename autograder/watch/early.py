@@ -1,10 +1,12 @@
 """The pages a student gets from the watcher: before the due date, per the assignment's
-level (settings.py), a short page of the exercises' checks; after it, or at level
-``all``, the usual feedback page. Each page ends with the student's submission history.
+level (settings.py), a short page of the exercises' checks; after it, the usual feedback
+page. Each page ends with the student's submission history.
 
-Everything on these pages is escaped text: what a submission printed can show, never
-run, with the grader's paths blanked and any quote of its code removed, as on the usual
-pages. Points appear only where the level shows them.
+An early page carries nothing of the grading kernel (feedback/early_text.py): per test
+cell, whether its visible check and its hidden test passed, the hidden test's message
+as the grader composed it without any text the kernel sent, and the points at level
+``all``; never an output, an exception's message or a ``repr``. Everything on it is
+escaped text. Points appear only where the level shows them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from ..feedback.pages import REMOVED_OUTPUT, blank_paths, quotes_grader
+from ..feedback import early_text
+from ..verdicts.heard import GRADER_ERROR
 from .history import Entry
 
 STYLE = (
@@ -31,8 +34,9 @@ def _e(text: object) -> str:
 
 
 def checks(notebook: Path) -> list[dict]:
-    """Each test cell of a graded notebook: its id, its visible check (ok, message) and
-    its hidden test's verdict as recorded (None: not run)."""
+    """Each test cell of a graded notebook: its id, its visible check's line ("" when it
+    passed) and its hidden test's verdict as recorded (None: not run). Only what the
+    grader composed (feedback/early_text.py): no text from the kernel."""
     nb = nbformat.read(notebook, as_version=4)
     out = []
     for cell in nb.cells:
@@ -44,15 +48,12 @@ def checks(notebook: Path) -> list[dict]:
             for o in cell.get("outputs", [])
             if o.get("output_type") == "error" and o.get("ename") != HIDDEN_ENAME
         ]
-        visible = "" if not errors else f"{errors[0].get('ename')}: {errors[0].get('evalue')}"
-        visible = blank_paths(visible)  # as the usual pages do (feedback/pages.py)
-        if quotes_grader(visible):
-            visible = REMOVED_OUTPUT
+        verdict = cell.metadata.get("autograder", {}).get("verdict")
         out.append(
             {
-                "id": meta.get("grade_id", "?"),
-                "visible": visible.strip()[:500],
-                "verdict": cell.metadata.get("autograder", {}).get("verdict"),
+                "id": early_text.grader_words(str(meta.get("grade_id", "?")), 80, 1),
+                "visible": early_text.visible_check(errors),
+                "verdict": verdict if isinstance(verdict, dict) else None,
             }
         )
     return out
@@ -61,7 +62,8 @@ def checks(notebook: Path) -> list[dict]:
 def early_page(
     notebook: Path | None, level: str, student: str, assignment: str, entry: Entry
 ) -> str:
-    """The early page of one notebook at ``level`` ("received" or "hidden")."""
+    """The early page of one notebook at ``level`` ("received", "hidden" or "all": the
+    hidden tests' lines, and with "all" the points of each exercise)."""
     rows = []
     for check in checks(notebook) if notebook is not None else []:
         visible = (
@@ -70,33 +72,42 @@ def early_page(
             else f'<span class="bad">✗</span> <pre>{_e(check["visible"])}</pre>'
         )
         row = f"<td>{_e(check['id'])}</td><td>{visible}</td>"
-        if level == "hidden":
+        if level in ("hidden", "all"):
             verdict = check["verdict"]
             if verdict is None:
                 hidden = '<span class="bad">✗ not run</span>'
             elif verdict.get("passed") is True:
                 hidden = '<span class="ok">✓ passed</span>'
+            elif verdict.get("grader_error") is True:
+                hidden = f'<span class="bad">✗</span> <pre>{_e(GRADER_ERROR)}</pre>'
             else:
-                hidden = f'<span class="bad">✗</span> <pre>{_e(verdict.get("message", ""))}</pre>'
+                line = early_text.hidden_test(verdict)
+                hidden = f'<span class="bad">✗</span> <pre>{_e(line)}</pre>'
             row += f"<td>{hidden}</td>"
+        if level == "all":
+            points = entry.cells.get(f"{notebook.stem}/{check['id']}") if notebook else None
+            row += f"<td>{'' if points is None else _e(f'{float(points):g}')}</td>"
         rows.append(f"<tr>{row}</tr>")
-    head = "<th>exercise</th><th>visible checks</th>" + (
-        "<th>hidden tests</th>" if level == "hidden" else ""
-    )
+    head = "<th>exercise</th><th>visible checks</th>"
+    head += "<th>hidden tests</th>" if level in ("hidden", "all") else ""
+    head += "<th>points</th>" if level == "all" else ""
     table = f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
     missing = "" if notebook is not None else "<p>This notebook was not in your submission.</p>"
-    note = f"<p>{_e(entry.note)}</p>" if entry.note else ""
-    what = (
-        "the visible checks of your notebook as the grader ran it"
-        if level == "received"
-        else "the visible checks and what the hidden tests found (points come after the due date)"
-    )
+    said = early_text.note(entry.note) if entry.note else ""
+    note = f"<p>{_e(said)}</p>" if said else ""
+    what = {
+        "received": "the visible checks of your notebook as the grader ran it",
+        "hidden": "the visible checks and what the hidden tests found "
+        "(points come after the due date)",
+        "all": "the visible checks, what the hidden tests found and the points",
+    }.get(level, "the visible checks of your notebook as the grader ran it")
     return (
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_e(assignment)}: '
         f"received</title><style>{STYLE}</style></head><body>"
         f"<h1>{_e(assignment)}: received</h1>"
         f"<p>Your submission of {_e(entry.submitted)} UTC was received and run. "
-        f"Below: {what}.</p>{note}{missing}{table}</body></html>"
+        f"Below: {what}. Before the due date this page shows no message or output of "
+        f"your code: run the notebook to see them.</p>{note}{missing}{table}</body></html>"
     )
 
 

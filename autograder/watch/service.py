@@ -15,10 +15,11 @@ One cycle (``Watcher.cycle``), every ``c.Watch.interval`` seconds:
    is staged into ``submitted/`` (earlier ones still waiting are ``superseded``: both
    are recorded, the later counts), and all of them are graded in one ``grade`` run:
    the sandbox, the limits, Dask and the gradebook, as ``grade`` does.
-3. Each graded submission gets its pages (``feedback``; before the due date at the
-   assignment's early level, early.py), with the history at the end, released through
-   nbgrader's own ``release_feedback`` for the exchange (students' ``fetch_feedback``,
-   the Assignments tab) and left in ``feedback/`` for the inbox.
+3. Each graded submission gets its pages (``feedback`` past the due date; before it an
+   early page at the assignment's early level, early.py, with nothing of the kernel),
+   with the history at the end, released through nbgrader's own ``release_feedback``
+   for the exchange (students' ``fetch_feedback``, the Assignments tab) and left in
+   ``feedback/`` for the inbox.
 4. With ``c.Watch.policy = "best"``, a submission that scores less than an earlier one
    is graded and given its feedback, then the best one is staged and graded again, so
    the gradebook holds it.
@@ -54,6 +55,7 @@ from .settings import Watch
 from .tree import Refused, mark, remove_partials
 
 WATCH_FOLDER = "watch"
+USUAL = "usual"  # past the due date: the usual feedback page
 ATTEMPTS = 3  # cycles a submission whose grade was not recorded is tried in, per start
 
 
@@ -354,10 +356,10 @@ class Watcher:
         assignment's at once on all cores; early pages straight from the graded notebook."""
         from ..feedback.pages import feedback
 
-        level_of = {(s, a): self.level(a, s) for s, a, _, _ in done}
+        level_of = {(s, a): self._page_level(a, s) for s, a, _, _ in done}
         for assignment, level in sorted({(a, lv) for (_, a), lv in level_of.items()}):
             mine = [(s, h, e) for s, a, h, e in done if (a, level_of[s, a]) == (assignment, level)]
-            if level == "all":
+            if level == USUAL:
                 made = feedback(
                     [assignment],
                     [s for s, _, _ in mine],
@@ -386,8 +388,9 @@ class Watcher:
     ) -> None:
         """The pages in feedback/<student>/<assignment>/, each ending with the history."""
         folder = self.course.feedback / student / assignment
-        section = claim_html(entry) + early.history_section(history.entries, points=level == "all")
-        if level == "all":
+        points = level in (USUAL, "all")
+        section = claim_html(entry) + early.history_section(history.entries, points=points)
+        if level == USUAL:
             for page in sorted(folder.glob("*.html")):
                 text = page.read_text(encoding="utf-8", errors="replace")
                 _write(page, early.with_history(text, section))
@@ -406,17 +409,29 @@ class Watcher:
             _write(folder / f"{name}.html", early.with_history(text, section))
 
     def level(self, assignment: str, student: str | None = None) -> str:
-        """What the student's pages show: the usual page once their due date (with
-        their extension, ``c.Schedule.extensions``) has passed, else the early level."""
+        """What the student's pages show: "all" once their due date (with their
+        extension, ``c.Schedule.extensions``) has passed, else the early level."""
+        if self.past_due(assignment, student):
+            return "all"
+        return self.settings.level(assignment, self.assignments)
+
+    def _page_level(self, assignment: str, student: str) -> str:
+        """The usual page (``USUAL``) past the due date, else the early level: an early
+        page, with points at "all", never carries anything of the kernel (early.py)."""
+        if self.past_due(assignment, student):
+            return USUAL
+        return self.settings.level(assignment, self.assignments)
+
+    def past_due(self, assignment: str, student: str | None = None) -> bool:
+        """Whether the student's due date for ``assignment`` (with their extension) has
+        passed."""
         due = self.due.get(assignment)
         extended = self.schedule._extension(assignment, student)
         if isinstance(extended, timedelta):
             due = None if due is None else due + extended
         elif extended is not None:
             due = extended
-        if due is not None and datetime.now(due.tzinfo) > due:  # naive, or with an offset
-            return "all"
-        return self.settings.level(assignment, self.assignments)
+        return due is not None and datetime.now(due.tzinfo) > due  # naive, or with an offset
 
     def _release(
         self, student: str, assignment: str, folder: Path, kept: Path, report: CycleReport

@@ -6,7 +6,9 @@
 Early feedback (before an assignment's due date, ``c.Schedule.dates``) shows, per the
 assignment's level: ``received`` — that the work arrived, and the visible checks;
 ``hidden`` — also each hidden test's pass or fail, with its message, but no points;
-``all`` — the usual page, points and all. After the due date every page is the usual one.
+``all`` — also the points. None carries any text of the kernel (watch/early.py): no
+output and no exception message of the student's code. After the due date every page is
+the usual one.
 """
 
 from __future__ import annotations
