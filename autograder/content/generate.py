@@ -31,13 +31,14 @@ import nbformat
 
 from .. import markers
 from ..course import (
-    KIT,
+    KITS,
     NOTEBOOKS,
     SHARED,
     SOLUTIONS,
     SOURCE,
     assignments,
-    link_coursekit,
+    kit_files,
+    link_kits,
     nbgrader_api,
     place_coursekit,
 )
@@ -51,13 +52,14 @@ class GenerateError(RuntimeError):
 
 
 def source_digest(assignment: str, source: Path = SOURCE) -> str:
-    """A hash of everything in the assignment's source folder (links followed), with
-    ``coursekit.py`` always the course's shared one, whether its link is there yet or not."""
+    """A hash of everything in the assignment's source folder (links followed), with its
+    kit modules always the course's shared ones, whether their links are there yet or not."""
     h = hashlib.sha256(GENERATOR_VERSION.encode())
     folder = source / assignment
     files = {p.relative_to(folder): p for p in folder.rglob("*") if p.is_file()}
-    if (source / ".shared" / KIT).is_file():
-        files[Path(KIT)] = source / ".shared" / KIT
+    for kit in kit_files(assignment):
+        if (source / ".shared" / kit).is_file():
+            files[Path(kit)] = source / ".shared" / kit
     for rel in sorted(files):
         if "__pycache__" in rel.parts or ".ipynb_checkpoints" in rel.parts:
             continue
@@ -129,9 +131,9 @@ def solve(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for path in src.iterdir():
-        if path.is_file() and path.suffix != ".ipynb" and path.name != KIT:
+        if path.is_file() and path.suffix != ".ipynb" and path.name not in KITS:
             shutil.copy(path, out / path.name)
-    link_coursekit(out, SHARED / KIT, keep_copy=False)
+    link_kits(out, SHARED, keep_copy=False)
     for source_nb in sorted(src.glob("*.ipynb")):
         nb = solution_notebook(source_nb, practice)
         nbformat.write(nb, out / source_nb.name)  # on disk while it runs: a quiz reads it
@@ -162,7 +164,7 @@ def generate(
     for assignment in selected or assignments():
         made = release(assignment, practice=practice)
         print(f"{assignment}: student version -> {made.relative_to(SOURCE.parent)}")
-        link_coursekit(NOTEBOOKS / assignment, SHARED / KIT, keep_copy=False)  # not a copy
+        link_kits(NOTEBOOKS / assignment, SHARED, keep_copy=False)  # not a copy
         if solutions:
             solved = solve(assignment, practice=practice)
             print(f"{assignment}: solutions -> {solved.relative_to(SOURCE.parent)}")
