@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-__all__ = [
+__all__ = [  # what lessons and sets import
     "CheckFailed",
-    "EngineNotFound",
     "call",
     "call_printed",
     "check",
@@ -30,8 +29,16 @@ __all__ = [
     "nodes_only",
     "passed",
     "run_closures",
-    "saved_results",
     "self_check",
+]
+__all__ += [  # what engine() is made of, which the grader reads too
+    "ENGINE_LESSONS",
+    "ENGINE_TAG",
+    "EngineNotFound",
+    "engine_cells",
+    "engine_lesson",
+    "read_notebook",
+    "saved_results",
 ]
 
 WIDTH = 89  # no printed line is longer (students read them in a notebook)
@@ -468,7 +475,7 @@ def engine(which: str, *names: str):
         )
     nested = bool(_loading)
     here = _loading[-1].parent if nested else _lesson_folder()
-    folder, notebook = _builder(names, here.name)
+    folder, notebook = engine_lesson(names, here.name)
     if which == "mine":
         path = here.parent / folder / notebook
         if not path.is_file():
@@ -511,7 +518,7 @@ def _lesson_folder():
     return here if not kit.name[:2].isdigit() and here.name[:2].isdigit() else kit
 
 
-def _builder(names, here: str) -> tuple[str, str]:
+def engine_lesson(names, here: str) -> tuple[str, str]:
     """(folder, notebook) of the last lesson before ``here`` that builds any of ``names``
     (a folder whose name is no lesson's comes after all of them)."""
     chosen = None
@@ -551,7 +558,7 @@ def _run_lesson(path, which: str) -> tuple[dict, list[str]]:
         raise EngineNotFound(f"engine(): {name} leads back to a notebook it is loading "
                              f"({chain}): is it a copy of, or a link to, another lesson's?")
     try:
-        cells = engine_cells(_read(path))
+        cells = engine_cells(read_notebook(path))
     except Exception as exc:
         raise EngineNotFound(f"engine(): {name} cannot be read ({_error(exc, 60)})") from None
     failing, unwritten = [], []
@@ -642,7 +649,9 @@ class _Node(dict):
             raise AttributeError(name) from None
 
 
-def _read(path) -> _Node:
+def read_notebook(path) -> _Node:
+    """The notebook at ``path``, its cells' sources as text, with attribute access like
+    nbformat's (quick: it only parses the JSON)."""
     import json
 
     def node(value):
@@ -669,7 +678,7 @@ def saved_results(path) -> list[tuple[str, bool | None, str]]:
     """(exercise, passed, message) for each check cell, from the outputs saved in the
     notebook at ``path`` (passed is None for a check cell that has not run)."""
     try:
-        nb = _read(path)
+        nb = read_notebook(path)
     except Exception as exc:
         return [("-", False, _first_line(f"could not read: {type(exc).__name__}: {exc}", 200))]
     results = []

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import math
 
-__all__ = [
+__all__ = ["Quiz", "answer_problem", "check_answer"]  # what a quiz notebook uses
+__all__ += [  # what the grader reads too
+    "FUNCTION_TOL",
+    "NUMBER_TOL",
+    "QUIZ_MIME",
+    "STUDENT_ID_ENV",
     "Pick",
     "Practice",
-    "Quiz",
     "Variant",
-    "answer_problem",
-    "check_answer",
+    "decode",
+    "encode",
+    "is_right",
+    "load_questions",
     "quiz_variant",
     "student_id",
 ]
@@ -197,7 +203,7 @@ def _practice(n: int) -> str:
     return f"practice\0{n}"
 
 
-def _load_questions(assignment: str, folder=None):
+def load_questions(assignment: str, folder=None):
     """questions.py of ``assignment``: beside the notebook (the current folder), beside
     this file, or in ``folder``."""
     import importlib.util
@@ -306,7 +312,7 @@ class Variant:
 def quiz_variant(assignment: str, who: str, question: str, questions=None) -> Variant:
     """The variant of ``question`` for the student id ``who`` (graded) or, with
     ``who=("practice", n)``, practice variant ``n``."""
-    questions = questions or _load_questions(assignment)
+    questions = questions or load_questions(assignment)
     draw = questions.QUESTIONS[question]
     base = getattr(draw, "same_numbers_as", question)  # a question that reuses another's
     if isinstance(who, tuple):
@@ -417,7 +423,7 @@ class Quiz:
 
     def __init__(self, assignment: str, typed_id: str = ""):
         self.assignment = assignment
-        self.questions = _load_questions(assignment)
+        self.questions = load_questions(assignment)
         self.student, found = student_id(typed_id)
         self._practised: dict[str, int] = {}
         if not self.student:
@@ -485,13 +491,13 @@ class Practice:
         if problem is not None:
             print(f"✗ {problem}")
             return
-        self.right = _is_right(variant, value, _decode(self._entry["key"]))
+        self.right = is_right(variant, value, decode(self._entry["key"]))
         print("✓ Right." if self.right else "✗ Not right.")
-        for line in _fit(f"Why: {_decode(self._entry['why'])}", WIDTH, most=12).splitlines():
+        for line in _fit(f"Why: {decode(self._entry['why'])}", WIDTH, most=12).splitlines():
             print(line)
 
 
-def _is_right(variant: Variant, answer: object, key) -> bool:
+def is_right(variant: Variant, answer: object, key) -> bool:
     """Whether a well-formed ``answer`` is right, given the key the course worked out."""
     if variant.kind == "number":
         return abs(answer - key) <= NUMBER_TOL
@@ -537,7 +543,7 @@ def _display(bundle: dict) -> None:
 PRACTICE_KEY = "practice"  # metadata.course.practice: {"assignment": ..., "questions": ...}
 
 
-def _encode(value) -> str:
+def encode(value) -> str:
     """A value as the practice round keeps it: not plain text, so that nobody reads the
     practice answers by accident (a study aid, not a secret: they are no graded key)."""
     import base64
@@ -547,7 +553,8 @@ def _encode(value) -> str:
     return base64.b64encode(zlib.compress(json.dumps(value).encode())).decode()
 
 
-def _decode(text: str):
+def decode(text: str):
+    """A value kept by ``encode``."""
     import base64
     import json
     import zlib

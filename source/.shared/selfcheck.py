@@ -40,7 +40,8 @@ def _coursekit():
 _kit = _coursekit()
 WIDTH, NOT_RUN = _kit.WIDTH, _kit.NOT_RUN
 _first_line, _failure, _exercise_name = _kit._first_line, _kit._failure, _kit._exercise_name
-_read, _check_cells, saved_results = _kit._read, _kit._check_cells, _kit.saved_results
+read_notebook, saved_results = _kit.read_notebook, _kit.saved_results
+_check_cells = _kit._check_cells
 
 SKIP_SELF_CHECK = "COURSEKIT_NO_SELF_CHECK"  # set while grading or generating: do nothing
 NAME_COLUMN = 22  # exercise names up to this long keep the messages in one column
@@ -201,7 +202,7 @@ def live_results(path, shell=None) -> list[tuple[str, bool | None, str]] | None:
     if not history:
         return None
     ran = {source.strip() for source in history}
-    nb = _read(path)
+    nb = read_notebook(path)
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     if not code or code[0].source.strip() not in ran:  # the setup cell has not run
         return None

@@ -54,7 +54,7 @@ class Key:
 
 def questions_of(assignment: str):
     """The quiz's questions.py, from the course's source folder."""
-    return quizkit._load_questions(assignment, folder=COURSE / "source" / assignment)
+    return quizkit.load_questions(assignment, folder=COURSE / "source" / assignment)
 
 
 def variant(assignment: str, who, question: str):
@@ -151,7 +151,7 @@ def wrong(v, answer, key: Key) -> str | None:
                 return f"{where} = {num(got)} is wrong."
         return None
     expected = key.key(v)
-    if quizkit._is_right(v, answer, expected):
+    if quizkit.is_right(v, answer, expected):
         return None
     if v.kind == "number":
         return f"{num(answer)} is not within {TOL} of the right value."
@@ -218,7 +218,7 @@ def practice_bank(assignment: str, keys: dict[str, Key], n: int = PRACTICE) -> d
             v = variant(assignment, ("practice", i), name)
             answer = key.key(v)
             entries.append(
-                {"key": quizkit._encode(answer), "why": quizkit._encode(key.why(v, answer))}
+                {"key": quizkit.encode(answer), "why": quizkit.encode(key.why(v, answer))}
             )
         bank[name] = entries
     return {"assignment": assignment, "questions": bank}
