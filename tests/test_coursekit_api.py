@@ -34,6 +34,7 @@ API = {
         "is_close",
         "nodes_only",
         "passed",
+        "recording",
         "run_closures",
         "self_check",
         # what engine() is made of, which the grader reads too

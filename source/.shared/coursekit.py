@@ -9,6 +9,7 @@ and in a quiz's folder ``quizkit.py``, the quiz's own helpers.)
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 
@@ -28,6 +29,7 @@ __all__ = [  # what lessons and sets import
     "is_close",
     "nodes_only",
     "passed",
+    "recording",
     "run_closures",
     "self_check",
 ]
@@ -124,24 +126,18 @@ def passed(what: str) -> None:
 
 
 def graph_nodes(root) -> list:
-    """Every node that ``root`` depends on, through ``_prev``, each after its parents.
-
-    (Lesson 2 has you write a sort like this one. This one keeps, for each node on its
-    stack, the parents it has still to visit; it works on any engine's nodes.)"""
-    order: list = []
-    seen = {id(root)}
-    stack = [(root, iter(getattr(root, "_prev", ()) or ()))]
-    while stack:
-        node, waiting = stack[-1]
-        for parent in waiting:
+    """``root`` and every node it depends on, through ``_prev``: each once, in no order to
+    rely on (a drawing or a count needs only which nodes there are). Lesson 2 has you find
+    an order to backpropagate in; this is not one."""
+    nodes, seen, waiting = [], {id(root)}, [root]
+    while waiting:
+        node = waiting.pop()
+        nodes.append(node)
+        for parent in getattr(node, "_prev", ()) or ():
             if id(parent) not in seen:
                 seen.add(id(parent))
-                stack.append((parent, iter(getattr(parent, "_prev", ()) or ())))
-                break
-        else:
-            stack.pop()
-            order.append(node)
-    return order
+                waiting.append(parent)
+    return nodes
 
 
 class _Bare:
@@ -167,24 +163,58 @@ def nodes_only(g):
     return SimpleNamespace(**{k: _Bare(getattr(v, "data", v)) for k, v in vars(g).items()})
 
 
-def run_closures(root, seed: float = 1.0) -> None:
-    """Set ``root.grad = seed``, then call every node's ``_backward()``, outputs first.
+@contextlib.contextmanager
+def recording(Value: type):
+    """``with recording(Value) as made:`` lists in ``made`` every Value made in the block,
+    in the order they were made (for ``run_closures``)."""
+    made: list = []
+    own = "__init__" in vars(Value)
+    original = Value.__init__
 
-    This is what ``backward()`` will do once you write it in lesson 2.
-    """
-    root.grad = seed
-    for node in reversed(graph_nodes(root)):
+    def __init__(node, *args, **kwargs):
+        original(node, *args, **kwargs)
+        made.append(node)
+
+    Value.__init__ = __init__
+    try:
+        yield made
+    finally:
+        if own:
+            Value.__init__ = original
+        else:
+            del Value.__init__
+
+
+def run_closures(nodes, seed: float = 1.0) -> None:
+    """Backpropagate through ``nodes``, listed in the order they were made (``recording``
+    lists them): set the last one's grad, the output's, to ``seed``, then call each node's
+    ``_backward()``, last made first. A node is made after the nodes it is made from, so
+    its closure runs once every node made from it has passed its gradient back. In lesson
+    2, ``backward()`` finds such an order by itself, from the graph."""
+    expect(
+        isinstance(nodes, (list, tuple)) and nodes,
+        "run_closures takes the nodes in the order they were made, as a list:\n"
+        "with recording(Value) as made: (compute), then run_closures(made).",
+    )
+    nodes[-1].grad = seed
+    _closures(nodes)
+
+
+def _closures(nodes) -> None:
+    for node in reversed(nodes):
         fn = getattr(node, "_backward", None)
         if callable(fn):
             fn()
 
 
-def _backpropagate(root) -> None:
-    """The student's ``backward()`` if the class has one yet, else the closures."""
-    if callable(getattr(type(root), "backward", None)):
-        root.backward()
+def _backpropagate(out, made) -> None:
+    """The student's ``backward()`` if the class has one yet, else the closures of the
+    nodes ``made`` while ``out`` was computed, last made first."""
+    if callable(getattr(type(out), "backward", None)):
+        out.backward()
     else:
-        run_closures(root)
+        out.grad = 1.0
+        _closures(made)
 
 
 # ---- one check for an expression -------------------------------------------------------
@@ -201,7 +231,8 @@ def check(
     """Build ``expression`` from Values named in ``inputs`` and check it.
 
     Checks the output's ``data``, then backpropagates (your ``backward()`` if Value has
-    one, otherwise each node's ``_backward``) and checks the gradients named in ``grads``.
+    one, otherwise each node's ``_backward``, last made first) and checks the gradients
+    named in ``grads``.
     Example: ``check(Value, "a * b", {"a": 2.0, "b": -3.0}, data=-6.0,
     grads={"a": -3.0, "b": 2.0})``.
     """
@@ -210,8 +241,10 @@ def check(
     except Exception as exc:
         raise CheckFailed(_fit(f"Value(...) raised {_error(exc)}")) from None
     where = ", ".join(f"{k}={_num(float(v))}" for k, v in inputs.items())
-    try:
-        out = eval(expression, {"math": math}, dict(names))
+    closures = backprop is None and not callable(getattr(Value, "backward", None))
+    try:  # with no backward() yet, the order the nodes are made in is the order to use
+        with recording(Value) if closures else contextlib.nullcontext([]) as made:
+            out = eval(expression, {"math": math}, dict(names))
     except Exception as exc:
         raise CheckFailed(_fit(f"{expression} raised {_error(exc)}")) from None
     if not hasattr(out, "data"):
@@ -227,7 +260,7 @@ def check(
         return
     _check_structure(expression, out, {k: names[k] for k in grads})
     try:
-        (backprop or _backpropagate)(out)
+        backprop(out) if backprop is not None else _backpropagate(out, made)
     except Exception as exc:
         raise CheckFailed(_fit(f"backpropagating {expression} raised {_error(exc)}")) from None
     for name, want in grads.items():
