@@ -23,7 +23,7 @@ NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
 SHARED = SOURCE / ".shared"  # the kit's modules (only here in git), START-HERE.md
 KIT = "coursekit.py"  # the students' helper module, placed in every assignment folder
-SELF_CHECK_KIT = "selfcheck.py"  # self_check(), the runner: in every assignment folder too
+SELF_CHECK_KIT = "checkkit.py"  # self_check(), the runner: in every assignment folder too
 QUIZ_KIT = "quizkit.py"  # the quizzes' helpers: in each quiz's folder only
 KITS = (KIT, SELF_CHECK_KIT, QUIZ_KIT)  # every kit module, as released beside notebooks
 RECORD = ".autograder.json"  # autograded/<student>/<assignment>/: what grade recorded
@@ -56,7 +56,7 @@ def number(assignment: str, source: Path = SOURCE) -> str:
 
 
 def kit_files(assignment: str) -> tuple[str, ...]:
-    """The kit modules an assignment's folder gets: coursekit.py and selfcheck.py, and in a
+    """The kit modules an assignment's folder gets: coursekit.py and checkkit.py, and in a
     quiz's folder quizkit.py (no other folder ships the quiz kit)."""
     return (KIT, SELF_CHECK_KIT, QUIZ_KIT) if kind(assignment) == "quiz" else (KIT, SELF_CHECK_KIT)
 
@@ -109,7 +109,7 @@ def link_kits(folder: Path, shared: Path = SHARED, *, keep_copy: bool = True) ->
 def place_coursekit(root: Path = ROOT) -> list[Path]:
     """Give every assignment folder of the course at ``root`` that exists, in ``source/``,
     ``notebooks/`` and ``solutions/``, its kit modules (``kit_files``: ``coursekit.py``,
-    ``selfcheck.py``, a quiz's ``quizkit.py``): links to the ones in git, in
+    ``checkkit.py``, a quiz's ``quizkit.py``): links to the ones in git, in
     ``source/.shared/`` (``link_coursekit``). Return the files it wrote.
 
     Called wherever the course is opened (nbgrader_config.py, so by every nbgrader

@@ -19,7 +19,7 @@ SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
 SHARED = SOURCE / ".shared"  # the kit's modules, once
-KIT_MODULES = ("coursekit", "selfcheck", "quizkit")  # as a kernel imports them
+KIT_MODULES = ("coursekit", "checkkit", "quizkit")  # as a kernel imports them
 
 
 def copy_kit(folder: Path) -> None:

@@ -4,7 +4,7 @@
 A name with a leading underscore is the kit's own business: it may change with any
 release of the kit without anyone else noticing, which is only true if nothing else
 reads it. The grader loads the kit by path (``verdicts/hidden/common.py``: ``kit``,
-``quizkit``), the launcher and ``autograder self-check`` load ``selfcheck.py``."""
+``quizkit``), the launcher and ``autograder self-check`` load ``checkkit.py``."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ API = {
         "quiz_variant",
         "student_id",
     ],
-    "selfcheck": [
+    "checkkit": [
         "live_results",
         "self_check",
         "self_check_overview",
@@ -77,7 +77,7 @@ API = {
 
 # The names the grader binds a kit module to (``kit = _load(..., "coursekit.py")``, ``from
 # .common import kit, quizkit``, ``kit = load_kit()``, a launcher's ``kit = ...``).
-ALIASES = {"kit", "quizkit", "coursekit", "selfcheck_kit"}
+ALIASES = {"kit", "quizkit", "coursekit", "checkkit"}
 KIT_LOADERS = {"_load", "load_kit"}  # (a launcher names its module_from_spec kit)
 
 
@@ -160,14 +160,14 @@ def test_the_launcher_and_the_command_run_the_self_check_by_its_public_name():
     for rel in ("autograder/students/launcher.py", "autograder/students/selfcheck.py"):
         text = (ROOT / rel).read_text(encoding="utf-8")
         assert "kit.self_check_table(" in text, rel
-        assert "selfcheck" in text, rel
+        assert "checkkit" in text, rel
 
 
 def test_a_notebook_saved_before_the_split_still_imports_the_moved_names():
     """Quiz and the self-check's functions lived in coursekit: a student's notebook saved
     then (my-work/ is never replaced) imports them from there."""
     kit = load_kit("coursekit")
-    quizkit, selfcheck = load_kit("quizkit"), load_kit("selfcheck")
+    quizkit, selfcheck = load_kit("quizkit"), load_kit("checkkit")
     assert kit.Quiz.__qualname__ == quizkit.Quiz.__qualname__ == "Quiz"
     assert kit.self_check_table.__name__ == selfcheck.self_check_table.__name__
     with pytest.raises(AttributeError):

@@ -57,7 +57,7 @@ def check_cells(folder, pattern: str = "*/*.ipynb") -> int:
 
 
 def load_selfcheck():
-    return load_kit("selfcheck")
+    return load_kit("checkkit")
 
 
 @pytest.fixture

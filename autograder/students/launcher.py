@@ -177,11 +177,11 @@ def check(layout: Layout) -> int:
     """Every lesson in ``my-work/`` (or the blank lessons) run afresh: exit 0 if every
     visible check passes, 1 if one fails, 2 if there are no lessons."""
     folder = layout.work if layout.work.is_dir() else layout.lessons
-    kits = sorted(folder.glob("*/selfcheck.py")) or sorted(layout.lessons.glob("*/selfcheck.py"))
+    kits = sorted(folder.glob("*/checkkit.py")) or sorted(layout.lessons.glob("*/checkkit.py"))
     if not kits:
         print(f"No lessons in {folder}.")
         return 2
-    spec = importlib.util.spec_from_file_location("_selfcheck_check", kits[0])
+    spec = importlib.util.spec_from_file_location("_checkkit_check", kits[0])
     kit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kit)
     rows = kit.self_check_table(folder)

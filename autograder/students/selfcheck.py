@@ -1,7 +1,7 @@
 """``python -m autograder self-check [FOLDER]``: the students' progress table, in a terminal.
 
 The thorough version of the ``self_check()`` cell at the end of every lesson notebook (both
-come from the kit's ``selfcheck.py``): each notebook in FOLDER's lesson folders runs in a
+come from the kit's ``checkkit.py``): each notebook in FOLDER's lesson folders runs in a
 fresh kernel, as saved, and every check cell gets a row with ✓ or ✗ and the first
 failure's message.
 (The notebook cell is quicker: it runs the notebook in hand's checks again in its own
@@ -21,8 +21,8 @@ from ..course import NOTEBOOKS, ROOT, SHARED
 WORK = ROOT / "my-work"
 
 
-def load_kit(name: str = "selfcheck"):
-    """The course's kit module ``name`` (selfcheck, coursekit, quizkit), loaded from
+def load_kit(name: str = "checkkit"):
+    """The course's kit module ``name`` (checkkit, coursekit, quizkit), loaded from
     source/.shared by path."""
     spec = importlib.util.spec_from_file_location(f"_{name}_cli", SHARED / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -35,7 +35,7 @@ def default_folder() -> Path:
 
 
 def self_check(folder: Path | None = None) -> int:
-    kit = load_kit("selfcheck")
+    kit = load_kit("checkkit")
     rows = kit.self_check_table(Path(folder) if folder is not None else default_folder())
     if not rows:
         return 2

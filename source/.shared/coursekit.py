@@ -3,7 +3,7 @@ the engine a lesson starts from.
 
 Every assignment folder has this file beside its notebook. A check either returns quietly
 or stops with one plain sentence saying what is wrong: which expression, what was
-expected, what your engine gave. (Beside it: ``selfcheck.py``, behind ``self_check()``,
+expected, what your engine gave. (Beside it: ``checkkit.py``, behind ``self_check()``,
 and in a quiz's folder ``quizkit.py``, the quiz's own helpers.)
 """
 
@@ -729,19 +729,19 @@ def saved_results(path) -> list[tuple[str, bool | None, str]]:
     return results
 
 
-# ---- your progress: self_check() (the runner is selfcheck.py, beside this file) -------
+# ---- your progress: self_check() (the runner is checkkit.py, beside this file) -------
 
 
 def self_check(folder=None, full: bool = False) -> None:
-    """Print your progress through the course (see selfcheck.py beside this file)."""
-    _beside("selfcheck").self_check(folder, full)
+    """Print your progress through the course (see checkkit.py beside this file)."""
+    _beside("checkkit").self_check(folder, full)
 
 
 # Names that lived here before the quiz kit and the self-check had files of their own: a
 # notebook saved then (yours in my-work/ is never replaced) still imports them from here.
 _MOVED = {
     "quizkit": ("Quiz", "answer_problem", "check_answer", "quiz_variant"),
-    "selfcheck": ("self_check_overview", "self_check_table", "visible_checks", "live_results"),
+    "checkkit": ("self_check_overview", "self_check_table", "visible_checks", "live_results"),
 }
 
 
