@@ -21,8 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
-SHARED = SOURCE / ".shared"  # coursekit.py (only here in git), START-HERE.md
+SHARED = SOURCE / ".shared"  # the kit's modules (only here in git), START-HERE.md
 KIT = "coursekit.py"  # the students' helper module, placed in every assignment folder
+SELF_CHECK_KIT = "checkkit.py"  # self_check(), the runner: in every assignment folder too
+QUIZ_KIT = "quizkit.py"  # the quizzes' helpers: in each quiz's folder only
+KITS = (KIT, SELF_CHECK_KIT, QUIZ_KIT)  # every kit module, as released beside notebooks
 RECORD = ".autograder.json"  # autograded/<student>/<assignment>/: what grade recorded
 
 
@@ -52,27 +55,35 @@ def number(assignment: str, source: Path = SOURCE) -> str:
     return str(int(prefix)) + ("" if place == 0 else "abcdefghijklmnopqrstuvwxyz"[place])
 
 
+def kit_files(assignment: str) -> tuple[str, ...]:
+    """The kit modules an assignment's folder gets: coursekit.py and checkkit.py, and in a
+    quiz's folder quizkit.py (no other folder ships the quiz kit)."""
+    return (KIT, SELF_CHECK_KIT, QUIZ_KIT) if kind(assignment) == "quiz" else (KIT, SELF_CHECK_KIT)
+
+
 class CoursekitError(GraderError):
-    """coursekit.py could not be placed in an assignment folder (one line says why)."""
+    """A kit module could not be placed in an assignment folder (one line says why)."""
 
 
 def link_coursekit(folder: Path, shared: Path = SHARED / KIT, *, keep_copy: bool = True) -> bool:
-    """Make ``folder/coursekit.py`` a relative link to ``shared`` (a copy where this system
-    cannot link); return whether it changed. A right link is left alone, and so, with
-    ``keep_copy``, is a regular file with the same bytes (a copied course's, nbgrader's).
-    A missing, broken or other link and a stale copy are replaced, in one step."""
+    """Make ``folder/<shared's name>`` (coursekit.py, or another kit module) a relative link
+    to ``shared`` (a copy where this system cannot link); return whether it changed. A
+    right link is left alone, and so, with ``keep_copy``, is a regular file with the same
+    bytes (a copied course's, nbgrader's). A missing, broken or other link and a stale
+    copy are replaced, in one step."""
     folder = Path(folder)
-    dest = folder / KIT
+    name = shared.name
+    dest = folder / name
     target = os.path.relpath(shared, folder)
     try:
         if dest.is_symlink():
             if os.readlink(dest) == target:
                 return False
         elif dest.is_dir():
-            raise CoursekitError(f"{dest} is a folder: remove it, it should be coursekit.py")
+            raise CoursekitError(f"{dest} is a folder: remove it, it should be {name}")
         elif keep_copy and dest.is_file() and dest.read_bytes() == shared.read_bytes():
             return False
-        temp = folder / f".{KIT}.{os.getpid()}.{id(dest):x}.tmp"
+        temp = folder / f".{name}.{os.getpid()}.{id(dest):x}.tmp"
         try:
             try:
                 os.symlink(target, temp)
@@ -83,28 +94,37 @@ def link_coursekit(folder: Path, shared: Path = SHARED / KIT, *, keep_copy: bool
             if temp.is_symlink() or temp.exists():
                 temp.unlink()
     except OSError as exc:
-        raise CoursekitError(f"cannot place {KIT} in {folder}: {exc.strerror or exc}") from None
+        raise CoursekitError(f"cannot place {name} in {folder}: {exc.strerror or exc}") from None
     return True
+
+
+def link_kits(folder: Path, shared: Path = SHARED, *, keep_copy: bool = True) -> list[str]:
+    """``link_coursekit`` for each kit module the assignment ``folder`` gets (``kit_files``),
+    from the folder ``shared`` (those of them it holds); return the names it changed."""
+    folder = Path(folder)
+    names = [n for n in kit_files(folder.name) if (Path(shared) / n).is_file()]
+    return [n for n in names if link_coursekit(folder, shared / n, keep_copy=keep_copy)]
 
 
 def place_coursekit(root: Path = ROOT) -> list[Path]:
     """Give every assignment folder of the course at ``root`` that exists, in ``source/``,
-    ``notebooks/`` and ``solutions/``, its ``coursekit.py``: a link to the one in git,
-    ``source/.shared/coursekit.py`` (``link_coursekit``). Return the files it wrote.
+    ``notebooks/`` and ``solutions/``, its kit modules (``kit_files``: ``coursekit.py``,
+    ``checkkit.py``, a quiz's ``quizkit.py``): links to the ones in git, in
+    ``source/.shared/`` (``link_coursekit``). Return the files it wrote.
 
     Called wherever the course is opened (nbgrader_config.py, so by every nbgrader
     command; ``python -m autograder``; ``open_course``; scripts/setup; the tests), so a
     fresh clone needs no extra step. Raises CoursekitError if a folder cannot be written."""
     root = Path(root)
-    shared = root / "source" / ".shared" / KIT
-    if not shared.is_file():
+    shared = root / "source" / ".shared"
+    if not (shared / KIT).is_file():
         return []
     written = []
     for top in ("source", "notebooks", "solutions"):
         if (root / top).is_dir():
             for name in assignments(root / top):
-                if link_coursekit(root / top / name, shared):
-                    written.append(root / top / name / KIT)
+                changed = link_kits(root / top / name, shared)
+                written += [root / top / name / kit for kit in changed]
     return written
 
 

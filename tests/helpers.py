@@ -18,6 +18,29 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
+SHARED = SOURCE / ".shared"  # the kit's modules, once
+KIT_MODULES = ("coursekit", "checkkit", "quizkit")  # as a kernel imports them
+
+
+def copy_kit(folder: Path) -> None:
+    """The kit's modules an assignment folder gets (``course.kit_files``), copied into
+    ``folder`` from this session's source/.shared/."""
+    from autograder.course import kit_files
+
+    for name in kit_files(folder.name):
+        shutil.copy(SHARED / name, folder / name)
+
+
+def load_kit(name: str = "coursekit"):
+    """This session's kit module ``name``, loaded from source/.shared/ by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_{name}_test", SHARED / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 VENV_BIN = str(Path(sys.executable).parent)
 
 
@@ -89,7 +112,8 @@ def lesson_path(assignment: str, student: str = STUDENT):
     limit = sys.getrecursionlimit()
     before = os.environ.get(STUDENT_ID_ENV)
     sys.path.insert(0, folder)
-    sys.modules.pop("coursekit", None)
+    for kit in KIT_MODULES:
+        sys.modules.pop(kit, None)
     os.environ[STUDENT_ID_ENV] = student
     try:
         yield
@@ -99,7 +123,8 @@ def lesson_path(assignment: str, student: str = STUDENT):
         else:
             os.environ[STUDENT_ID_ENV] = before
         sys.path.remove(folder)
-        sys.modules.pop("coursekit", None)
+        for kit in KIT_MODULES:
+            sys.modules.pop(kit, None)
         sys.setrecursionlimit(limit)
 
 

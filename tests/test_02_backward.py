@@ -184,7 +184,11 @@ BUGS = [
         {BACK},
     ),
     ("backward adds the seed (+= 1.0)", [(BACKWARD, BACKWARD.replace("= 1.0", "+= 1.0"))], {BACK}),
-    ("backward borrowed from coursekit", [(BACKWARD, "    run_closures(self)\n")], {BACK}),
+    (
+        "backward borrowed from coursekit",
+        [(BACKWARD, "    run_closures(topological_order(self))\n")],
+        {BACK},
+    ),
     (
         "zero_grad zeroes only the leaves",
         [("        node.grad = 0.0", "        if not node._prev:\n            node.grad = 0.0")],

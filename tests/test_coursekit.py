@@ -15,8 +15,13 @@ from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, ScratchCourse
 
 from autograder.course import (
     KIT,
+    KITS,
+    QUIZ_KIT,
+    SELF_CHECK_KIT,
     CoursekitError,
     assignments,
+    kind,
+    kit_files,
     link_coursekit,
     open_course,
     place_coursekit,
@@ -31,12 +36,28 @@ def same_as_shared(path: Path) -> bool:
     return path.is_file() and path.read_bytes() == SHARED.read_bytes()
 
 
-def test_git_holds_exactly_one_coursekit():
+def test_git_holds_exactly_one_copy_of_each_kit_module():
     proc = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
-    kits = [p for p in proc.stdout.splitlines() if Path(p).name == KIT]
-    assert kits == ["source/.shared/coursekit.py"]
+    course = ("source/", "notebooks/", "solutions/")
+    kits = sorted(
+        p for p in proc.stdout.splitlines() if p.startswith(course) and Path(p).name in KITS
+    )
+    assert kits == sorted(f"source/.shared/{name}" for name in KITS)
+
+
+@pytest.mark.parametrize("top", [SOURCE, NOTEBOOKS, SOLUTIONS], ids=lambda p: p.name)
+def test_the_quiz_kit_is_only_in_quiz_folders_and_the_self_check_in_all(top):
+    for assignment in ASSIGNMENTS:
+        folder = top / assignment
+        quiz = kind(assignment) == "quiz"
+        assert (folder / QUIZ_KIT).exists() == quiz, folder
+        assert sorted(kit_files(assignment)) == sorted(
+            [KIT, SELF_CHECK_KIT, *([QUIZ_KIT] if quiz else [])]
+        )
+        path = folder / SELF_CHECK_KIT
+        assert path.read_bytes() == (SOURCE / ".shared" / SELF_CHECK_KIT).read_bytes(), path
 
 
 @pytest.mark.parametrize("top", [SOURCE, NOTEBOOKS, SOLUTIONS], ids=lambda p: p.name)

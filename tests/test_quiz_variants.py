@@ -1,4 +1,4 @@
-"""A quiz variant per student (coursekit.Quiz, questions.py, verdicts/hidden/quiz.py):
+"""A quiz variant per student (quizkit.Quiz, questions.py, verdicts/hidden/quiz.py):
 whose id a notebook shows, that classmates see other numbers, that a notebook copied from
 another student loses what differs and says why, the practice round, and the quizzes'
 item statistics in exports/items.csv."""
@@ -21,6 +21,7 @@ from helpers import (
     VENV_BIN,
     ScratchCourse,
     failing_cells,
+    load_kit,
     read,
 )
 
@@ -34,12 +35,11 @@ MATHS = ("number", "function")  # the questions whose numbers students work with
 
 @pytest.fixture
 def kit(monkeypatch):
-    """coursekit as a student's kernel has it, with no id from the environment."""
-    from autograder.students.selfcheck import load_coursekit
+    """quizkit as a student's kernel has it, with no id from the environment."""
 
     for name in (STUDENT_ID_ENV, "JUPYTERHUB_USER"):
         monkeypatch.delenv(name, raising=False)
-    module = load_coursekit()
+    module = load_kit("quizkit")
     monkeypatch.setattr(module, "_exchange_user", lambda: None)
     return module
 
@@ -118,7 +118,7 @@ def test_a_copied_notebook_loses_what_differs_and_says_why(assignment):
 def test_the_id_a_notebook_showed_is_read_from_its_outputs_and_nothing_else():
     from autograder.preprocessors.shownvariant import QUIZ_MIME, ShownVariant
 
-    assert QUIZ_MIME == quiz.kit.QUIZ_MIME
+    assert QUIZ_MIME == quiz.quizkit.QUIZ_MIME
     nb = worked_quiz(read(SOLUTIONS, QUIZ[0]), QUIZ[0], "ada")
     nb.metadata["autograder"] = {"shown_id": "forged", "other": 1}
     nb, _ = ShownVariant().preprocess(nb, {})
@@ -151,9 +151,7 @@ def test_the_id_comes_from_the_grader_the_hub_the_exchange_or_the_first_cell(
 def test_the_exchange_is_nbgraders_configured_one(kit, monkeypatch, tmp_path):
     """With an nbgrader_config.py that names an exchange root which exists, the id is the
     user nbgrader's exchange files submissions under; without it, there is none."""
-    from autograder.students.selfcheck import load_coursekit
-
-    fresh = load_coursekit()  # its real _exchange_user
+    fresh = load_kit("quizkit")  # its real _exchange_user
     config = tmp_path / "config"
     config.mkdir()
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import os
 import shutil
@@ -15,9 +14,8 @@ import types
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
+from helpers import KIT_MODULES, NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, copy_kit, load_kit
 
-SHARED = SOURCE / ".shared" / "coursekit.py"
 SELF_CHECK_CELL = "from coursekit import self_check\nself_check()"
 SKIPPED = "self_check: skipped"
 
@@ -58,11 +56,8 @@ def check_cells(folder, pattern: str = "*/*.ipynb") -> int:
     )
 
 
-def load_coursekit():
-    spec = importlib.util.spec_from_file_location("_coursekit_test", SHARED)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_selfcheck():
+    return load_kit("checkkit")
 
 
 @pytest.fixture
@@ -75,7 +70,7 @@ def solved_copy(tmp_path):
         if not solved.exists():
             pytest.skip(f"no solutions/{path.parent.name}/{path.name}: run make generate")
         shutil.copy(solved, path)
-        shutil.copy(SHARED, path.parent / "coursekit.py")  # this session's coursekit
+        copy_kit(path.parent)  # this session's kit
     return work
 
 
@@ -97,7 +92,7 @@ def test_every_lesson_ends_with_the_self_check_cell(lesson):
 
 
 def test_self_check_does_nothing_while_grading(monkeypatch, capsys):
-    kit = load_coursekit()
+    kit = load_selfcheck()
     monkeypatch.setenv("COURSEKIT_NO_SELF_CHECK", "1")
     monkeypatch.setattr(kit, "self_check_table", lambda *a, **k: pytest.fail("ran the table"))
     kit.self_check()
@@ -115,7 +110,7 @@ def test_grading_kernels_turn_self_check_off():
 
 
 def test_self_check_outside_a_course_says_so_in_one_line(tmp_path, monkeypatch, capsys):
-    kit = load_coursekit()
+    kit = load_selfcheck()
     monkeypatch.delenv("COURSEKIT_NO_SELF_CHECK", raising=False)
     monkeypatch.chdir(tmp_path)
     kit.self_check()
@@ -125,7 +120,7 @@ def test_self_check_outside_a_course_says_so_in_one_line(tmp_path, monkeypatch, 
 
 
 def test_full_self_check_without_nbclient_says_how_to_install(monkeypatch, capsys):
-    kit = load_coursekit()
+    kit = load_selfcheck()
     monkeypatch.delenv("COURSEKIT_NO_SELF_CHECK", raising=False)
     monkeypatch.setitem(sys.modules, "nbclient", None)  # import nbclient -> ImportError
     kit.self_check(full=True)
@@ -158,7 +153,8 @@ def run_like_run_all(shell: FakeShell, path, monkeypatch) -> None:
     does), except the final self-check cell; in the lesson folder, with its coursekit."""
     monkeypatch.chdir(path.parent)
     monkeypatch.syspath_prepend(str(path.parent))
-    monkeypatch.delitem(sys.modules, "coursekit", raising=False)
+    for kit in KIT_MODULES:
+        monkeypatch.delitem(sys.modules, kit, raising=False)
     code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     for cell in code[:-1]:
         if not shell.run(cell.source):
@@ -171,7 +167,7 @@ def course(tmp_path):
     work = tmp_path / "my-work"
     shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for lesson in lessons():
-        shutil.copy(SHARED, work / lesson / "coursekit.py")
+        copy_kit(work / lesson)
     return work
 
 
@@ -187,7 +183,7 @@ def test_quick_self_check_of_a_solved_lesson(course, monkeypatch):
     first = lessons()[0]
     path = next((course / first).glob("*.ipynb"))
     shutil.copy(SOLUTIONS / first / path.name, path)
-    kit, shell = load_coursekit(), FakeShell()
+    kit, shell = load_selfcheck(), FakeShell()
     run_like_run_all(shell, path, monkeypatch)
     start = time.perf_counter()
     lines = quick_check(kit, shell, monkeypatch)
@@ -207,7 +203,7 @@ def test_quick_self_check_of_a_solved_lesson(course, monkeypatch):
 def test_quick_self_check_of_a_lesson_stopped_at_its_first_failing_check(course, monkeypatch):
     first = lessons()[0]
     path = next((course / first).glob("*.ipynb"))
-    kit, shell = load_coursekit(), FakeShell()
+    kit, shell = load_selfcheck(), FakeShell()
     run_like_run_all(shell, path, monkeypatch)  # stops at the first check cell
     lines = quick_check(kit, shell, monkeypatch)
     table = rows("\n".join(lines))
@@ -220,7 +216,7 @@ def test_quick_self_check_before_the_cells_ran_reads_the_saved_notebook(course, 
     second = lessons()[1]
     path = next((course / second).glob("*.ipynb"))
     shutil.copy(SOLUTIONS / second / path.name, path)  # executed and saved, all ✓
-    kit, shell = load_coursekit(), FakeShell()
+    kit, shell = load_selfcheck(), FakeShell()
     monkeypatch.chdir(path.parent)
     lines = quick_check(kit, shell, monkeypatch)
     n = check_cells(course / second, "*.ipynb")
@@ -241,7 +237,7 @@ def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch
     ]
     checks[1].outputs, checks[1].execution_count = [], None
     nbformat.write(nb, path)
-    kit = load_coursekit()
+    kit = load_selfcheck()
     monkeypatch.chdir(course)  # no notebook in hand: every lesson gets one line
     lines = quick_check(kit, FakeShell(), monkeypatch)
     n = len(checks)
@@ -252,14 +248,14 @@ def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch
 
 
 def test_a_check_that_loops_forever_is_stopped(monkeypatch):
-    kit = load_coursekit()
+    kit = load_selfcheck()
     monkeypatch.setattr(kit, "CHECK_SECONDS", 0.2)
     ok, message = kit._run_check("while True:\n    pass", {})
     assert not ok and "did not finish in time" in message
 
 
 def test_rows_keep_columns_aligned_and_short():
-    kit = load_coursekit()
+    kit = load_selfcheck()
     long_message = "d(a * b + c)/da at a=1, b=2, c=3: expected 2, got 3. " * 3
     results = [
         ("q1", True, ""),
@@ -277,7 +273,7 @@ def test_rows_keep_columns_aligned_and_short():
 
 
 def test_exception_text_in_check_messages_is_not_cut_short():
-    kit = load_coursekit()
+    kit = load_kit("coursekit")
 
     def broken():
         raise ValueError("the learning rate must be a positive number below 10, got -0.5 here")
@@ -306,7 +302,7 @@ def test_self_check_skips_in_a_kernel_run_by_nbclient(tmp_path):
 
     lesson = tmp_path / "course" / "01_x"
     lesson.mkdir(parents=True)
-    shutil.copy(SHARED, lesson / "coursekit.py")
+    copy_kit(lesson)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SELF_CHECK_CELL)])
     nbformat.write(nb, lesson / "x.ipynb")
     NotebookClient(

@@ -118,7 +118,7 @@ def printed(folder: Path, which: str, *names: str) -> list[str]:
 def test_a_notebook_starts_from_the_last_lesson_before_it_that_builds_its_names(
     here, names, lesson
 ):
-    assert kit._builder(names, here)[0] == lesson
+    assert kit.engine_lesson(names, here)[0] == lesson
 
 
 def test_the_lessons_engine_table_names_each_lessons_notebook():

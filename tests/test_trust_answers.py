@@ -555,19 +555,14 @@ SORTS = {
     ),
     "coursekit's walk pasted and renamed": """
 def topological_order_iterative(start):
-    out: list = []
-    done = {id(start)}
-    todo = [(start, iter(getattr(start, "_prev", ()) or ()))]
+    out, done, todo = [], {id(start)}, [start]
     while todo:
-        n, rest = todo[-1]
-        for p in rest:
+        n = todo.pop()
+        out.append(n)
+        for p in getattr(n, "_prev", ()) or ():
             if id(p) not in done:
                 done.add(id(p))
-                todo.append((p, iter(getattr(p, "_prev", ()) or ())))
-                break
-        else:
-            todo.pop()
-            out.append(n)
+                todo.append(p)
     return out
 """,
     "coursekit's walk called through a wrapper": """

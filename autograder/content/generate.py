@@ -64,14 +64,15 @@ import nbformat
 
 from .. import markers
 from ..course import (
-    KIT,
+    KITS,
     NOTEBOOKS,
     ROOT,
     SHARED,
     SOLUTIONS,
     SOURCE,
     assignments,
-    link_coursekit,
+    kit_files,
+    link_kits,
     nbgrader_api,
     place_coursekit,
 )
@@ -98,13 +99,14 @@ class GenerateError(RuntimeError):
 
 
 def source_digest(assignment: str, source: Path = SOURCE) -> str:
-    """A hash of everything in the assignment's source folder (links followed), with
-    ``coursekit.py`` always the course's shared one, whether its link is there yet or not."""
+    """A hash of everything in the assignment's source folder (links followed), with its
+    kit modules always the course's shared ones, whether their links are there yet or not."""
     h = hashlib.sha256(GENERATOR_VERSION.encode())
     folder = source / assignment
     files = {p.relative_to(folder): p for p in folder.rglob("*") if p.is_file()}
-    if (source / ".shared" / KIT).is_file():
-        files[Path(KIT)] = source / ".shared" / KIT
+    for kit in kit_files(assignment):
+        if (source / ".shared" / kit).is_file():
+            files[Path(kit)] = source / ".shared" / kit
     for rel in sorted(files):
         if "__pycache__" in rel.parts or ".ipynb_checkpoints" in rel.parts:
             continue
@@ -259,9 +261,9 @@ def solve(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for path in src.iterdir():
-        if path.is_file() and path.suffix != ".ipynb" and path.name != KIT:
+        if path.is_file() and path.suffix != ".ipynb" and path.name not in KITS:
             shutil.copy(path, out / path.name)
-    link_coursekit(out, SHARED / KIT, keep_copy=False)
+    link_kits(out, SHARED, keep_copy=False)
     for source_nb in sorted(src.glob("*.ipynb")):
         nb = solution_notebook(source_nb, practice)
         nbformat.write(nb, out / source_nb.name)  # on disk while it runs: a quiz reads it
@@ -306,7 +308,7 @@ def generate(
             continue
         start = time.perf_counter()
         release(assignment, dest / "notebooks", practice=practice)
-        link_coursekit(dest / "notebooks" / assignment, SHARED / KIT, keep_copy=False)
+        link_kits(dest / "notebooks" / assignment, SHARED, keep_copy=False)  # not a copy
         made = ["notebooks"]
         if solutions:
             solve(assignment, dest / "solutions", practice=practice)

@@ -1,7 +1,7 @@
 """``ShownVariant``: which student's variant a quiz notebook showed, read before nbgrader
 clears the outputs (configured first among nbgrader's sanitizing preprocessors).
 
-A checkpoint quiz shows everyone the variant of their own id (``coursekit.Quiz``), and
+A checkpoint quiz shows everyone the variant of their own id (``quizkit.Quiz``), and
 its setup cell's output names that id under ``QUIZ_MIME``. Grading always uses the id a
 submission was handed in under; when an answer is wrong and the notebook showed another
 id's variant, the hidden test's message says so (``Kernel.shown``). This keeps that id,
@@ -16,7 +16,7 @@ import json
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-QUIZ_MIME = "application/vnd.autograd-course.quiz+json"  # coursekit.QUIZ_MIME
+QUIZ_MIME = "application/vnd.autograd-course.quiz+json"  # quizkit.QUIZ_MIME
 MOST = 100  # characters of an id
 
 

@@ -9,7 +9,7 @@ reference engine and the grader. Students get the **student edition** instead::
     DIR/LICENSE              the course's licence (code MIT, course text CC BY 4.0)
     DIR/jupyter/             the student JupyterLab's settings (Validate on, instructor
                              tools off, Validate's time limit, Markdown opens rendered)
-    DIR/lessons/NN_name/     the released notebooks (notebooks/) and coursekit.py
+    DIR/lessons/NN_name/     the released notebooks (notebooks/) and the kit's modules
     DIR/lessons/START-HERE.md  the page JupyterLab opens on (its links are relative to
                              lessons/, and to my-work/, where lab.py copies it; on a
                              JupyterHub, students can work in lessons/ itself)
@@ -49,7 +49,7 @@ from pathlib import Path
 from .. import markers, schedule
 from ..content import slides
 from ..course import (
-    KIT,
+    KITS,
     NOTEBOOKS,
     ROOT,
     SHARED,
@@ -140,7 +140,7 @@ class Secrets:
 
     - Each line of a solution region of an assignment that is not past, unless students
       are given it anyway: it appears outside solution and hidden-test regions in
-      coursekit, in that assignment's own notebooks or in an assignment before it in
+      the kit modules, in that assignment's own notebooks or in an assignment before it in
       course order (a line like ``return out``), or in the solution of a past one. A
       later assignment never makes it public: a lesson that repeated an earlier lesson's
       answers in a locked cell would give them away to a class that gets both at once.
@@ -153,8 +153,8 @@ class Secrets:
     def __init__(self, past=(), source: Path = SOURCE):
         self.past = set(past)
         self.order = assignments(source)
-        kit = (SHARED / "coursekit.py").read_text(encoding="utf-8").splitlines()
-        self.kit = {line.strip() for line in kit}
+        kit = [(SHARED / name).read_text(encoding="utf-8") for name in KITS]
+        self.kit = {line.strip() for text in kit for line in text.splitlines()}
         self.solution: dict[str, set[str]] = {}
         self.given: dict[str, set[str]] = {}
         hidden: set[str] = set()
@@ -171,7 +171,7 @@ class Secrets:
                     if cell.get("cell_type") == "markdown":  # as a slide shows it: a table's
                         self.given[assignment].update(_shown(given))  # cells, `code`
             for path in sorted((source / assignment).glob("*.py")):  # released beside it
-                if path.name != KIT:  # (a quiz's questions.py); coursekit is read above
+                if path.name not in KITS:  # (a quiz's questions.py); the kit is read above
                     self.given[assignment].update(_stripped(path.read_text(encoding="utf-8")))
         keys = set().union(*(_quiz_key_lines(a) for a in self.order if kind(a) == "quiz"))
         self.hidden = (hidden | keys) - self.kit - set().union(*self.given.values())

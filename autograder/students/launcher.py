@@ -64,7 +64,8 @@ def seed(work: Path, lessons: Path, start_page: Path | None = None) -> list[str]
     """Copy into ``work`` what it lacks from ``lessons``; return what changed (relative paths).
 
     Notebooks already in ``work`` are kept exactly as they are. The course's other files
-    (``coursekit.py``, the start page) are replaced when the course's copy differs.
+    (``coursekit.py`` and the kit's other modules, the start page) are replaced when the
+    course's copy differs.
     """
     changed = []
     work.mkdir(parents=True, exist_ok=True)
@@ -176,11 +177,11 @@ def check(layout: Layout) -> int:
     """Every lesson in ``my-work/`` (or the blank lessons) run afresh: exit 0 if every
     visible check passes, 1 if one fails, 2 if there are no lessons."""
     folder = layout.work if layout.work.is_dir() else layout.lessons
-    kits = sorted(folder.glob("*/coursekit.py")) or sorted(layout.lessons.glob("*/coursekit.py"))
+    kits = sorted(folder.glob("*/checkkit.py")) or sorted(layout.lessons.glob("*/checkkit.py"))
     if not kits:
         print(f"No lessons in {folder}.")
         return 2
-    spec = importlib.util.spec_from_file_location("_coursekit_check", kits[0])
+    spec = importlib.util.spec_from_file_location("_checkkit_check", kits[0])
     kit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kit)
     rows = kit.self_check_table(folder)

@@ -1,8 +1,9 @@
 """``python -m autograder self-check [FOLDER]``: the students' progress table, in a terminal.
 
 The thorough version of the ``self_check()`` cell at the end of every lesson notebook (both
-come from ``coursekit``): each notebook in FOLDER's lesson folders runs in a fresh kernel,
-as saved, and every check cell gets a row with ✓ or ✗ and the first failure's message.
+come from the kit's ``checkkit.py``): each notebook in FOLDER's lesson folders runs in a
+fresh kernel, as saved, and every check cell gets a row with ✓ or ✗ and the first
+failure's message.
 (The notebook cell is quicker: it runs the notebook in hand's checks again in its own
 kernel and gives every other lesson one line from its saved outputs.)
 FOLDER defaults to ``my-work/`` (the students' working copy, see ``autograder lab``) when it
@@ -20,9 +21,10 @@ from ..course import NOTEBOOKS, ROOT, SHARED
 WORK = ROOT / "my-work"
 
 
-def load_coursekit():
-    """The course's ``coursekit`` module, loaded from source/.shared by path."""
-    spec = importlib.util.spec_from_file_location("_coursekit_cli", SHARED / "coursekit.py")
+def load_kit(name: str = "checkkit"):
+    """The course's kit module ``name`` (checkkit, coursekit, quizkit), loaded from
+    source/.shared by path."""
+    spec = importlib.util.spec_from_file_location(f"_{name}_cli", SHARED / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -33,7 +35,7 @@ def default_folder() -> Path:
 
 
 def self_check(folder: Path | None = None) -> int:
-    kit = load_coursekit()
+    kit = load_kit("checkkit")
     rows = kit.self_check_table(Path(folder) if folder is not None else default_folder())
     if not rows:
         return 2

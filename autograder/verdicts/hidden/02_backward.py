@@ -207,7 +207,8 @@ def check_orders(kernel: Kernel, function: str, count: int, deep: list = ()) -> 
 
 
 def _walk(borrowed: list[str]) -> str:
-    """The outermost of coursekit's walks that was called (run_closures calls the other)."""
+    """The one of coursekit's walks to name: run_closures, the closer to a backward(), if it
+    was called."""
     return "run_closures" if "run_closures" in borrowed else borrowed[0]
 
 

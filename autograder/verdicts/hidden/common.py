@@ -43,6 +43,7 @@ ref = _load("_course_refgrad", COURSE / "source" / ".reference" / "refgrad" / "_
 ref_nn = importlib.import_module("_course_refgrad.nn")
 RefValue = ref.Value
 kit = _load("_course_coursekit", COURSE / "source" / ".shared" / "coursekit.py")
+quizkit = _load("_course_quizkit", COURSE / "source" / ".shared" / "quizkit.py")
 
 
 # ---- numbers in messages -------------------------------------------------------------------

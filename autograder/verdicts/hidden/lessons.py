@@ -31,7 +31,7 @@ SOURCE = COURSE / "source"
 def _lesson_code(folder: str, notebook: str) -> str:
     """A lesson's engine cells as the course's solution runs them, without the cell that
     loads the lesson before it (the lessons before it run first, in the same piece)."""
-    nb = kit._read(SOURCE / folder / notebook)
+    nb = kit.read_notebook(SOURCE / folder / notebook)
     cells = [c for c in kit.engine_cells(nb) if kit.ENGINE_TAG not in c.metadata.get("tags", [])]
     return "\n\n".join(solution_code(c.source) for c in cells)
 
@@ -44,7 +44,7 @@ def lesson_engine(assignment: str, *names: str) -> CourseEngine:
     unknown = [n for n in from_kit if n not in kit.__all__]
     if not from_lessons or unknown:
         raise ValueError(f"lesson_engine: unknown names {unknown} (or no engine name given)")
-    last, _ = kit._builder(from_lessons, assignment)
+    last, _ = kit.engine_lesson(from_lessons, assignment)
     lessons = [(f, nb) for f, nb, _ in kit.ENGINE_LESSONS if f <= last]
     code = "\n\n".join(_lesson_code(f, nb) for f, nb in lessons)
     listed = ", ".join(from_lessons)

@@ -2,7 +2,7 @@
 
 A quiz's questions live in ``source/<quiz>/questions.py`` (released with the quiz): each
 draws a variant (numbers, wording, option order) from a seed made of the student id and
-the quiz (``coursekit.quiz_variant``). What a variant's right answer is lives only here,
+the quiz (``quizkit.quiz_variant``). What a variant's right answer is lives only here,
 in the quiz's hidden module (``04_checkpoint_engine``, ``06_checkpoint_mlp``), as a
 ``Key`` per question:
 
@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..api import MAX_LINE
-from .common import COURSE, Kernel, close, fail, kit, num
+from .common import COURSE, Kernel, close, fail, num, quizkit
 
-TOL = kit.NUMBER_TOL  # numbers: absolute tolerance, as the quizzes say
-FUNCTION_TOL = kit.FUNCTION_TOL  # functions: relative tolerance against the true derivative
+TOL = quizkit.NUMBER_TOL  # numbers: absolute tolerance, as the quizzes say
+FUNCTION_TOL = quizkit.FUNCTION_TOL  # functions: relative tolerance against the true derivative
 SAMPLES = 200  # random points a function answer is compared at
 PRACTICE = 8  # practice variants of each question in the notebook
 PRACTICE_POINTS = 40  # points a practice function answer is compared at
@@ -55,7 +55,7 @@ class Key:
 
 def questions_of(assignment: str):
     """The quiz's questions.py, from the course's source folder."""
-    return kit._load_questions(assignment, folder=COURSE / "source" / assignment)
+    return quizkit.load_questions(assignment, folder=COURSE / "source" / assignment)
 
 
 def points(assignment: str) -> dict[str, int]:
@@ -65,7 +65,7 @@ def points(assignment: str) -> dict[str, int]:
 
 
 def variant(assignment: str, who, question: str):
-    return kit.quiz_variant(assignment, who, question, questions_of(assignment))
+    return quizkit.quiz_variant(assignment, who, question, questions_of(assignment))
 
 
 # ---- kinds of keys -----------------------------------------------------------------------
@@ -158,7 +158,7 @@ def wrong(v, answer, key: Key) -> str | None:
                 return f"{where} = {num(got)} is wrong."
         return None
     expected = key.key(v)
-    if kit._is_right(v, answer, expected):
+    if quizkit.is_right(v, answer, expected):
         return None
     if v.kind == "number":
         return f"{num(answer)} is not within {TOL} of the right value."
@@ -177,7 +177,7 @@ def grade(assignment: str, keys: dict[str, Key], name: str, answer, student: str
     """Fail unless ``answer`` is a well-formed and right answer to question ``name`` as the
     student with id ``student`` sees it; ``shown``: the id the notebook showed, if known."""
     v = variant(assignment, student, name)
-    problem, value = kit.answer_problem(v.name, answer, **v.spec())
+    problem, value = quizkit.answer_problem(v.name, answer, **v.spec())
     if problem is None:
         if v.kind == "function":
             value = answer  # a Recorded function: the probe's results at the grader's points
@@ -217,14 +217,16 @@ def tests(assignment: str, prefix: str, keys: dict[str, Key]) -> dict:
 
 def practice_bank(assignment: str, keys: dict[str, Key], n: int = PRACTICE) -> dict:
     """The practice round kept in the quiz notebook: for each question, ``n`` practice
-    variants' answers and worked explanations, encoded (coursekit reads them back)."""
+    variants' answers and worked explanations, encoded (quizkit reads them back)."""
     bank = {}
     for name, key in keys.items():
         entries = []
         for i in range(n):
             v = variant(assignment, ("practice", i), name)
             answer = key.key(v)
-            entries.append({"key": kit._encode(answer), "why": kit._encode(key.why(v, answer))})
+            entries.append(
+                {"key": quizkit.encode(answer), "why": quizkit.encode(key.why(v, answer))}
+            )
         bank[name] = entries
     return {"assignment": assignment, "questions": bank}
 

@@ -67,7 +67,7 @@ def kernel_code() -> str:
     return "\n\n".join(pieces) + "\n"
 
 
-STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # coursekit.STUDENT_ID_ENV: whose quiz variant
+STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # quizkit.STUDENT_ID_ENV: whose quiz variant
 
 
 def kernel_load(student: str = "") -> str:
