@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell
 
-from autograder.course import assignments, kind
+from autograder.course import assignments, kind, kit_files
 
 ASSIGNMENTS = assignments()
 SECRET_MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
@@ -102,13 +102,15 @@ def test_assignment_folder_holds_only_what_students_need(assignment):
     assert len(notebooks) == 1, names
     quiz = {"questions.py"} if kind(assignment) == "quiz" else set()  # what variants show
     assert quiz <= set(names), names
-    data = sorted(set(names) - set(notebooks) - {"coursekit.py"} - quiz)
-    assert "coursekit.py" in names and all(n.endswith(".csv") for n in data), names
+    kits = set(kit_files(assignment))
+    data = sorted(set(names) - set(notebooks) - kits - quiz)
+    assert kits <= set(names) and all(n.endswith(".csv") for n in data), names
     text = (SOURCE / assignment / notebooks[0]).read_text()
     for name in data:  # a data set students load: the notebook names it and its licence
         assert f"`{name}`" in text and "licence" in text, f"{assignment}/{name}"
-    link = SOURCE / assignment / "coursekit.py"
-    assert link.is_symlink() and link.resolve() == (SOURCE / ".shared" / "coursekit.py")
+    for kit in kits:
+        link = SOURCE / assignment / kit
+        assert link.is_symlink() and link.resolve() == (SOURCE / ".shared" / kit)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

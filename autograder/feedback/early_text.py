@@ -55,8 +55,8 @@ def vocabulary() -> frozenset[str]:
     texts = [
         p.read_text(errors="replace") for p in (ROOT / "autograder" / "verdicts").rglob("*.py")
     ]
-    kit = SHARED / "coursekit.py"
-    texts += [kit.read_text(errors="replace")] if kit.is_file() else []
+    helpers = SHARED / "coursekit.py"
+    texts += [helpers.read_text(errors="replace")] if helpers.is_file() else []
     texts += [p.read_text(errors="replace") for p in NOTEBOOKS.glob("*/*.ipynb")]
     return frozenset(m.group() for text in texts for m in re.finditer(r"[^\W\d]\w*", text))
 

@@ -11,6 +11,7 @@ marked only here:
 - ``__rtruediv__`` is missing, so ``2.0 / x`` raises TypeError.
 """
 
+import itertools
 import math
 
 
@@ -22,12 +23,15 @@ class Buggy:
     just by overriding its method.
     """
 
+    _clock = itertools.count()
+
     def __init__(self, data, _parents=(), _op=""):
         self.data = float(data)
         self.grad = 0.0
         self._prev = tuple(_parents)
         self._op = _op
         self._backward = lambda: None  # a leaf has no parents to pass gradient to
+        self._made = next(Buggy._clock)  # nodes are numbered in the order they are made
 
     def __repr__(self):
         return f"{type(self).__name__}(data={self.data}, grad={self.grad})"
@@ -115,17 +119,13 @@ class Buggy:
 
     def backward(self):
         """Set .grad of every node that self depends on to d(self)/d(node)."""
-        order, seen, stack = [], {self}, [(self, iter(self._prev))]
-        while stack:  # depth first, without recursion: each node after its parents
-            node, parents = stack[-1]
-            for parent in parents:
-                if parent not in seen:
-                    seen.add(parent)
-                    stack.append((parent, iter(parent._prev)))
-                    break
-            else:
-                stack.pop()
-                order.append(node)
+        nodes, stack = {self}, [self]
+        while stack:  # every node self depends on, in no particular order
+            for parent in stack.pop()._prev:
+                if parent not in nodes:
+                    nodes.add(parent)
+                    stack.append(parent)
         self.grad = 1.0
-        for node in reversed(order):  # outputs first
+        # A node is made after its parents, so the newest first is outputs first.
+        for node in sorted(nodes, key=lambda n: n._made, reverse=True):
             node._backward()
