@@ -351,7 +351,8 @@ def test_one_assignment_only(made, tmp_path):
 @pytest.fixture(scope="module")
 def alike(made, tmp_path_factory):
     """The class with real lesson 1 notebooks handed in: ada the course's solution, bob a
-    disguised copy of it, cy an honest solution of her own, the hostile id the release."""
+    disguised copy of it, cy an honest solution of her own, the hostile id the release, dee
+    not a notebook, flo past the grader's size limit."""
     import nbformat
     from similarity_solutions import HONEST_A, disguise
     from test_similarity import COURSE, notebook, reordered
@@ -370,6 +371,9 @@ def alike(made, tmp_path_factory):
         nbformat.write(nb, folder / "value.ipynb")
     (root / "submitted" / "dee" / LESSON).mkdir(parents=True)
     (root / "submitted" / "dee" / LESSON / "value.ipynb").write_text("not json")
+    (root / "submitted" / "flo" / LESSON).mkdir(parents=True)
+    with open(root / "submitted" / "flo" / LESSON / "value.ipynb", "wb") as f:
+        f.truncate(101 * 2**20)  # past the grader's limit: flagged for review (never read)
     return root
 
 
@@ -386,6 +390,8 @@ def test_similarity_groups_a_disguised_copy_and_not_honest_work(alike, tmp_path)
     assert len(href) == 1 and (tmp_path / urllib.parse.unquote(href[0])).is_file()
     assert "never a verdict" in (tmp_path / urllib.parse.unquote(href[0])).read_text()
     assert "Not compared: dee (01_value: not a notebook" in text(part)  # and no quiz there
+    assert "Flagged for review" in part and "flo (01_value: 101 MiB" in text(part)
+    assert "flo" not in text(part).split("Not compared:")[1]
 
 
 @pytest.mark.xdist_group("report")

@@ -2,8 +2,12 @@
 
 ``student_code`` reads a student's solution cells (the cells whose grade id is a solution
 cell of the release notebook, in the release's order; a cell left as released left out)
-from notebooks that may be anything: too large, not JSON, not a notebook, a cell that is not
-text, all raise ``Unusable`` with a few words saying why. ``filter_code`` writes a cell as
+from notebooks that may be anything: not JSON or not a notebook raise ``Unusable`` with a
+few words saying why; a notebook read as the grader reads it (bytes that are not UTF-8
+replaced, nbformat 3's worksheets, a cell whose source is not text taken as empty) is
+compared. Sizes are capped on what is compared, never on what is not (the rule, in
+``similarity``'s docstring): ``TooLarge`` (flagged for review) only past the grader's own
+file limit or ``MAX_SOURCE_CHARS``, far beyond any notebook. ``filter_code`` writes a cell as
 copydetect's filter does (names, strings, comments and layout gone) and keeps where each
 token is; ``fingerprint`` winnows it with copydetect's ``CodeFingerprint``, the release's
 code as boilerplate (``read_release``), hashing k-grams with ``kgram_hashes``, the same in
@@ -26,8 +30,16 @@ K = 30  # noise threshold: a match shorter than 30 filtered characters is noise
 GUARANTEE = 35  # guarantee threshold: a match this long is always found
 WINDOW = GUARANTEE - K + 1  # copydetect's window for winnowing
 
-MAX_NOTEBOOK_BYTES = 50 * 2**20  # collect's limit for one file: no notebook needs more
-MAX_CODE_CHARS = 64_000  # solution cells of one submission (the course's largest: ~5,000)
+# Caps. What is compared is capped: MAX_CODE_CHARS characters of filtered code once the
+# given code and the common code are out (``Code.tokens``; the course's largest: ~2,500).
+# The raw caps only keep reading and lexing bounded, far beyond any notebook: a notebook the
+# grader reads is read (its limit, worker/submission.py's), and solution cells of up to
+# 1,000,000 characters are lexed (the course's largest: ~5,000; lexing is at most ~5 s a
+# million characters, comments and blank lines included). Past any cap a submission is
+# flagged for review (``TooLarge``), never quietly left out.
+MAX_NOTEBOOK_BYTES = 100 * 2**20  # = worker.submission.MAX_NOTEBOOK_BYTES (tests check it)
+MAX_SOURCE_CHARS = 1_000_000  # raw characters of one submission's solution cells
+MAX_CODE_CHARS = 64_000  # compared characters (filtered tokens) of one submission
 
 
 @dataclass
@@ -44,31 +56,48 @@ class Unusable(Exception):
     """A notebook that cannot be compared; the message says why, in a few words."""
 
 
+class TooLarge(Unusable):
+    """A submission past a cap (``MAX_*``): not compared, and flagged for a person to look
+    at (no honest notebook comes near one)."""
+
+
 def _text(source) -> str:
-    """A cell's source as text: newlines as pygments reads them, no leading or trailing
-    blank lines (pygments strips them, which would shift every position), and characters
-    that cannot be written as UTF-8 (lone surrogates) replaced."""
-    if isinstance(source, list) and all(isinstance(s, str) for s in source):
-        source = "".join(source)
+    """A cell's source as text, as the grader reads it (worker/submission.py: the strings of
+    a list joined, anything else empty): newlines as pygments reads them, no leading or
+    trailing blank lines (pygments strips them, which would shift every position), and
+    characters that cannot be written as UTF-8 (lone surrogates) replaced."""
+    if isinstance(source, list):
+        source = "".join(s for s in source if isinstance(s, str))
     if not isinstance(source, str):
-        raise Unusable("a cell's source is not text")
+        return ""
     text = source.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff").strip("\n")
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def read_code_cells(path: Path) -> list[tuple[str | None, str]]:
     """Every code cell of the notebook at ``path``: (its nbgrader grade id or None, its
-    source). Raises Unusable for a file that is too large, not JSON or not a notebook."""
+    source), read as the grader reads it (bytes that are not UTF-8 replaced, nbformat 3's
+    worksheets). Raises TooLarge for a file larger than the grader reads, Unusable for one
+    that is not JSON or not a notebook."""
     try:
         size = path.stat().st_size
         if size > MAX_NOTEBOOK_BYTES:
-            raise Unusable(f"{size / 2**20:.0f} MiB, more than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
-        nb = json.loads(path.read_bytes())
+            raise TooLarge(
+                f"{size / 2**20:.0f} MiB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MiB read"
+            )
+        raw = path.read_bytes()
+        try:
+            nb = json.loads(raw)
+        except UnicodeDecodeError:  # a stray byte, in an output say: the grader replaces it
+            nb = json.loads(raw.decode("utf-8", "replace"))
     except OSError as exc:
         raise Unusable(f"cannot be read ({exc.strerror or exc})") from None
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError):
         raise Unusable("not a notebook: not JSON") from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
+    if cells is None and isinstance(nb, dict) and isinstance(nb.get("worksheets"), list):
+        sheets = [w.get("cells") for w in nb["worksheets"] if isinstance(w, dict)]
+        cells = [c for w in sheets if isinstance(w, list) for c in w]  # nbformat 3
     if not isinstance(cells, list):
         raise Unusable("not a notebook: no list of cells")
     out = []
@@ -78,7 +107,8 @@ def read_code_cells(path: Path) -> list[tuple[str | None, str]]:
         meta = cell.get("metadata")
         nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
         grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
-        out.append((grade_id if isinstance(grade_id, str) else None, _text(cell.get("source"))))
+        source = cell.get("source", cell.get("input"))
+        out.append((grade_id if isinstance(grade_id, str) else None, _text(source)))
     return out
 
 
@@ -169,7 +199,9 @@ class Code:
 def student_code(release: Release, student: str, folder: Path) -> Code | None:
     """The student's solution cells in ``folder`` (submitted/<student>/<assignment>/), in
     the release's order; None when none of the release's notebooks is there. Raises
-    Unusable for a notebook that cannot be read or code too large to compare."""
+    Unusable for a notebook that cannot be read, TooLarge for solution cells past
+    ``MAX_SOURCE_CHARS`` (the compared code's own cap, ``MAX_CODE_CHARS``, is applied to
+    the filtered code: ``over_cap``)."""
     parts: list[tuple[str, str, str]] = []
     found = False
     for name, released in release.solution_cells.items():
@@ -185,10 +217,9 @@ def student_code(release: Release, student: str, folder: Path) -> Code | None:
     if not found:
         return None
     size = sum(len(src) for *_, src in parts)
-    if size > MAX_CODE_CHARS:
-        raise Unusable(
-            f"its solution cells hold {size:,} characters of code, "
-            f"more than the {MAX_CODE_CHARS:,} compared"
+    if size > MAX_SOURCE_CHARS:
+        raise TooLarge(
+            f"its solution cells hold {size:,} characters, more than the {MAX_SOURCE_CHARS:,} read"
         )
     text, cells = "", []
     for name, grade_id, src in parts:
@@ -197,6 +228,19 @@ def student_code(release: Release, student: str, folder: Path) -> Code | None:
         cells.append(Cell(name, grade_id, len(text), len(text) + len(src)))
         text += src
     return Code(student, text, cells)
+
+
+def over_cap(code: Code) -> TooLarge | None:
+    """A TooLarge when ``code`` has more than ``MAX_CODE_CHARS`` characters of compared code
+    (its tokens, once the given code and, after ``drop_common``, the common code are out):
+    comments, layout, names, strings, given code cannot take a submission over it."""
+    if code.tokens <= MAX_CODE_CHARS:
+        return None
+    return TooLarge(
+        f"its solution cells hold {code.tokens:,} characters of code to compare (once "
+        f"comments, layout, names, strings and given code are set aside), more than the "
+        f"{MAX_CODE_CHARS:,} compared"
+    )
 
 
 def fingerprint(code: Code, release: Release, cache: dict | None = None) -> None:

@@ -290,7 +290,8 @@ def similar_pairs(course, assignments: list[str], out_dir: Path, problems: list[
     """The groups of alike submissions ``similarity.find_pairs`` reports (connected pairs:
     six students handing in one code are one group), each pair with its side-by-side page
     under ``out_dir/pairs/`` (``write_pair_pages``); quizzes are not compared. Returns
-    {"groups": [...], "skipped": [...], "compared": n}, or None when the search failed
+    {"groups": [...], "skipped": [...], "review": [...], "compared": n} (``review``: past a
+    size cap, flagged for a person to look at), or None when the search failed
     (listed as a problem: the rest of the page is made)."""
     from ..course import kind
     from . import similarity
@@ -322,8 +323,14 @@ def similar_pairs(course, assignments: list[str], out_dir: Path, problems: list[
                 "more": max(0, len(g.pairs) - len(rows)),
             }
         )
-    skipped = [s for s in pairs.skipped if s.student]
-    return {"groups": groups, "skipped": skipped, "compared": sum(pairs.compared.values())}
+    skipped = [s for s in pairs.skipped if s.student and not s.review]
+    review = [s for s in pairs.skipped if s.student and s.review]
+    return {
+        "groups": groups,
+        "skipped": skipped,
+        "review": review,
+        "compared": sum(pairs.compared.values()),
+    }
 
 
 def _href(page) -> str | None:

@@ -60,10 +60,22 @@ quarter of a millisecond a pair (45,000 pairs for 300 students: 11 s per assignm
 A's, whether B has its hash, and the characters those fingerprints cover), tested equal to
 ``compare_files``. benchmarks/similarity_class.py measures a generated class of 300.
 
-Untrusted input. A notebook that is not JSON, is not a notebook, is larger than 50 MiB
-(``fingerprints.MAX_NOTEBOOK_BYTES``), or whose solution cells hold more than 64,000
-characters (``MAX_CODE_CHARS``) is not compared: it is listed in ``Pairs.skipped`` with the
-reason. Nothing a student wrote makes this module fail. On the pages every piece of a
+Untrusted input. A notebook that is not JSON or is not a notebook is not compared: it is
+listed in ``Pairs.skipped`` with the reason. Nothing a student wrote makes this module fail.
+
+Caps. What similarity ignores cannot take a submission out of the comparison: a cap
+applies to what is compared, never to the raw text. ``MAX_CODE_CHARS`` (64,000) caps a
+submission's tokens, counted once comments, layout, names, strings, the given code and the
+common code are out (``fingerprints.over_cap``, after ``drop_common``): a copy padded with
+comments, docstrings, blank lines, long names, copies of the given code, many cells or
+outputs is compared like the copy. Notebooks are read as the grader reads them (a stray
+byte replaced, nbformat 3, a cell whose source is not text taken as empty), so a notebook
+that was graded is compared. Two raw caps remain, only to keep reading and lexing bounded,
+far beyond any notebook: the grader's own file limit (100 MiB,
+``fingerprints.MAX_NOTEBOOK_BYTES``) and 1,000,000 characters of solution cells
+(``MAX_SOURCE_CHARS``; the course's largest is ~5,000). A submission past any cap is not
+compared and is flagged for review (``Skipped.review``; the report lists it apart), never
+quietly listed as not compared. On the pages every piece of a
 submission is escaped by jinja2, and nothing runs (no script; the pages'
 Content-Security-Policy forbids any).
 
@@ -88,9 +100,11 @@ from .fingerprints import (
     Cell,
     Code,
     K,
+    TooLarge,
     Unusable,
     fingerprint,
     matched_spans,
+    over_cap,
     read_release,
     student_code,
 )
@@ -168,11 +182,13 @@ class Group:
 
 @dataclass
 class Skipped:
-    """A submission (or, with ``student`` empty, an assignment) that was not compared."""
+    """A submission (or, with ``student`` empty, an assignment) that was not compared;
+    ``review``: past a size cap (``fingerprints.TooLarge``), for a person to look at."""
 
     assignment: str
     student: str
     reason: str
+    review: bool = False
 
 
 class Pairs(list):
@@ -321,8 +337,16 @@ def find_pairs(
             out.skipped.append(Skipped(assignment, "", "a quiz: its answers are values, not code"))
             continue
         codes = _codes(course, assignment, out.skipped)
-        out.compared[assignment] = len(codes)
         out.common[assignment] = drop_common(codes, common)
+        kept = []
+        for code in codes:  # the cap on what is compared: after the given and common code
+            too_large = over_cap(code)
+            if too_large is None:
+                kept.append(code)
+            else:
+                out.skipped.append(Skipped(assignment, code.student, str(too_large), True))
+        codes = kept
+        out.compared[assignment] = len(codes)
         out.extend(compare(codes, assignment, threshold=threshold, min_tokens=min_tokens))
     return out
 
@@ -354,6 +378,8 @@ def _codes(course, assignment: str, skipped: list[Skipped]) -> list[Code]:
             if code is not None:
                 fingerprint(code, release, cache)
                 codes.append(code)
+        except TooLarge as exc:
+            skipped.append(Skipped(assignment, student, str(exc), review=True))
         except Unusable as exc:
             skipped.append(Skipped(assignment, student, str(exc)))
         except Exception as exc:  # the lexer or copydetect on code no one foresaw
