@@ -203,7 +203,7 @@ def worked_quiz(solution, assignment: str, student: str):
         cell.source = f"# {question}, worked out by {student}\n{question} = {_literal(answer)}"
     setup = next(c for c in nb.cells if _gid(c) and _gid(c).endswith("_setup"))
     shown = {
-        "text/plain": f"Your variant of this quiz: id {student!r}",
+        "text/plain": f"Your variant of this quiz: questions shown for id {student!r}.",
         QUIZ_MIME: {"assignment": assignment, "id": student},
     }
     setup.outputs = [nbformat.v4.new_output("display_data", data=shown)]

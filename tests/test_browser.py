@@ -605,9 +605,9 @@ def test_quiz_shows_the_students_variant_and_the_practice_round_answers_at_once(
         page.keyboard.press("Shift+Enter")  # p = quiz.practice("q2")
         wait_idle(page)
         cells = code_cells(page)
-        assert "Your variant of this quiz: id 'grace' (typed in the first cell)" in "".join(
-            o["text"] for o in cells[1]["outputs"]
-        )
+        said = "".join(o["text"] for o in cells[1]["outputs"])
+        assert "questions shown for id 'grace'" in said, said
+        assert "comes from: typed in the first cell" in said, said
         shown = "\n".join(o["text"] for o in cells[2]["outputs"])
         v = quiz.variant(name, ("practice", 0), "q2")
         assert "Practice variant 0 of q2" in shown and v.code.splitlines()[0] in shown, shown

@@ -222,9 +222,9 @@ PLANTED = {
     ),
     "a quiz's key table": (  # which listing line is wrong, from the grader's answers
         "lessons/04_checkpoint_engine/questions.py",
-        '"m1": 7, "m2": 8, "m3": 6, "m4": 3, "m5": 8,',
+        '"m1": 7, "m2": 8, "m3": 6, "m4": 3, "m5": 8, "m6": 6,',
     ),
-    "which option is right": ("lessons/06_checkpoint_mlp/questions.py", '{"s1"},'),
+    "which option is right": ("lessons/06_checkpoint_mlp/questions.py", '{"s1", "s3"},'),
     "its reasoning": (
         "notes.md",
         "# Why: c = a * b. In d = c*c + k*c, the node c gets a share from each of its uses: 2c",

@@ -176,7 +176,8 @@ def test_without_an_id_the_quiz_says_in_one_line_what_to_do(kit, capsys, monkeyp
     with pytest.raises(kit.CheckFailed, match="no student id yet"):
         q.check("q2", 1.0)
     q = kit.Quiz(QUIZ[0], "ada")
-    assert q.student == "ada" and "Your variant of this quiz: id 'ada'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert q.student == "ada" and "Your variant of this quiz: questions shown for id 'ada'" in out
     monkeypatch.setenv("JUPYTERHUB_USER", "hedy")
     assert "'ada', typed in the first cell, is not used" in (
         kit.Quiz(QUIZ[0], "ada") and capsys.readouterr().out
@@ -240,6 +241,140 @@ def test_practice_answers_are_kept_in_the_notebook_encoded_and_nowhere_else():
     from autograder.preprocessors.execute import GuardedExecute
 
     assert "practice" in GuardedExecute().skip_tags  # never run while grading
+
+
+# ---- the practice round shows nothing that decides a graded answer --------------------------
+
+MANY = [f"s{i}" for i in range(200)] + ["ada", "Bob", "Zoë O'Neil", "a.b@uni.edu", "Straße"]
+
+
+def deciding(v, key=None) -> set:
+    """What decides the answer of variant ``v``, as tagged items: a practice variant that
+    shares one of them with a student's graded variant gives that answer away. Choices and
+    statements: the wording, the option set and (``key``, its letter) the right option's
+    text; listings: the listing; graphs and steps: the template, the option set; numbers:
+    the numbers (wherever they are: a question's code, its statement, its options)."""
+    found = set()
+    if v.kind in ("choice", "truth"):
+        found.add(("wording", v.text))
+    if v.options:
+        found.add(("options", frozenset(text for _, text in v.options)))
+    if v.kind == "choice" and key is not None:
+        found.add(("right option", v.options[quiz.kit.LETTERS.index(key)][1]))
+    if v.listing:
+        found.add(("listing", tuple(v.listing)))
+    if v.template:
+        found.add(("template", v.template))
+    if v.values:
+        found.add(("numbers", json.dumps(v.values, sort_keys=True)))
+    return found
+
+
+def _keys(assignment):
+    return __import__(f"autograder.verdicts.hidden.{assignment}", fromlist=["KEYS"]).KEYS
+
+
+def _deciding(assignment, who, q):
+    v = quiz.variant(assignment, who, q)
+    return deciding(v, _keys(assignment)[q].key(v) if v.kind == "choice" else None)
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_no_practice_variant_a_student_can_see_shares_what_decides_their_answer(assignment):
+    """For many students and every question: every practice variant of the notebook's
+    practice round (all of them: their answers are in the notebook, encoded, for anyone
+    to decode) differs from the student's graded variant in wording, option set, right
+    option, statement, listing and numbers."""
+    bank = read(NOTEBOOKS, assignment).metadata["course"]["practice"]["questions"]
+    for q in quiz.questions_of(assignment).QUESTIONS:
+        assert len(bank[q]) >= 4, q
+        seen = set().union(
+            *(_deciding(assignment, ("practice", n), q) for n in range(len(bank[q])))
+        )
+        for who in MANY:
+            shared = _deciding(assignment, who, q) & seen
+            assert not shared, (assignment, q, who, sorted(map(str, shared))[:2])
+
+
+@pytest.mark.parametrize("assignment", QUIZ)
+def test_practice_pools_never_meet_graded_ones_whatever_the_seed(assignment):
+    """Not a matter of the bank's few seeds: 40 practice seeds against 200 students share
+    nothing that decides an answer, the practice round still shows more than one variant
+    of each question, and a true/false question has true and false statements on both sides
+    (no pattern says what a graded statement is)."""
+    for q in quiz.questions_of(assignment).QUESTIONS:
+        practice = [_deciding(assignment, ("practice", n), q) for n in range(40)]
+        graded = [_deciding(assignment, f"g{i}", q) for i in range(200)]
+        assert not set().union(*practice) & set().union(*graded), q
+        assert len({shows(quiz.variant(assignment, ("practice", n), q)) for n in range(8)}) > 1
+        v = quiz.variant(assignment, "g0", q)
+        if v.kind == "truth":
+            for side in (("practice", n) for n in range(40)), (f"g{i}" for i in range(200)):
+                answers = {_keys(assignment)[q].key(quiz.variant(assignment, w, q)) for w in side}
+                assert answers == {True, False}, q
+
+
+# ---- one id, whatever its case and spaces ------------------------------------------------
+
+
+SAME_IDS = [
+    ("Bob", "bob", " bob ", "BOB", "bOb\t"),  # case and spaces
+    ("Zoë  O'Neil", "zoë o'neil", "ZOË O'NEIL", "Zoe\u0308 O'Neil"),  # composed or not
+    ("Straße", "STRASSE", "strasse"),  # a case fold is not a lower()
+    ("ｂｏｂ", "bob"),  # full-width letters, as an IME types them
+]
+
+
+@pytest.mark.parametrize("ids", SAME_IDS, ids=lambda ids: ids[1])
+def test_an_id_gets_one_variant_whatever_its_case_and_spaces(ids):
+    for assignment in QUIZ:
+        for q in quiz.questions_of(assignment).QUESTIONS:
+            assert len({shows(quiz.variant(assignment, who, q)) for who in ids}) == 1, (ids, q)
+    assert shows(quiz.variant(QUIZ[0], "bob", "q2")) != shows(quiz.variant(QUIZ[0], "bobby", "q2"))
+
+
+def test_the_quiz_and_the_roster_compare_ids_one_way(kit):
+    """quizkit.quiz_id (student kernels) is roster.fold (the grader's ids, collect,
+    ShownVariant): one normalisation, written twice because coursekit imports nothing."""
+    from autograder.roster import fold
+
+    for ids in SAME_IDS:
+        assert {kit.quiz_id(who) for who in ids} == {fold(ids[0])}
+    for who in ("ada", "A.B@Uni.EDU", "ǅemal", "ﬁona", "İlker", "x\u00a0y", "Σίσυφος", ""):
+        assert kit.quiz_id(who) == fold(who) == kit.quiz_id(kit.quiz_id(who)), who
+
+
+def test_the_first_cell_says_which_id_the_questions_are_shown_for(kit, monkeypatch):
+    shown = []
+    monkeypatch.setattr(kit, "_display", shown.append)
+    monkeypatch.chdir(NOTEBOOKS / QUIZ[0])
+    monkeypatch.setenv("JUPYTERHUB_USER", "Bob")  # a hub whose user names keep their case
+    q = kit.Quiz(QUIZ[0], "BOB ")
+    out = shown[-1]["text/plain"]
+    assert q.student == "bob" and "questions shown for id 'bob'." in out, out
+    assert "Where that id comes from: your JupyterHub user, as 'Bob'" in out, out
+    assert "not used" not in out and all(len(line) < 90 for line in out.splitlines())
+    assert shown[-1][kit.QUIZ_MIME]["id"] == "bob"
+    assert shows(q.variant("q2")) == shows(quiz.variant(QUIZ[0], "bob", "q2"))
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    q = kit.Quiz(QUIZ[0], "  Bob ")
+    out = shown[-1]["text/plain"]
+    assert q.student == "bob" and "typed in the first cell, as 'Bob'" in out, out
+
+
+def test_grading_compares_ids_as_the_notebook_does(kit):
+    """Bob's worked quiz, showing 'BOB', handed in as 'Bob': full marks, no copy message;
+    the id a notebook showed is kept folded."""
+    from autograder.preprocessors.shownvariant import QUIZ_MIME, ShownVariant
+
+    nb = worked_quiz(read(SOLUTIONS, QUIZ[0]), QUIZ[0], "bob")
+    assert failing_cells(nb, QUIZ[0], student="Bob", shown="BOB") == {}
+    setup = next(c for c in nb.cells if c.get("outputs"))
+    setup.outputs[0]["data"][QUIZ_MIME] = {"assignment": QUIZ[0], "id": " Bob "}
+    assert ShownVariant().preprocess(nb, {})[0].metadata["autograder"]["shown_id"] == "bob"
+    copied = failing_cells(nb, QUIZ[0], student="Edsger", shown="Bob")
+    assert copied and all("variant of id 'bob'" in m for m in copied.values())
+    assert all("handed in as 'edsger'" in m for m in copied.values())
 
 
 # ---- item statistics -----------------------------------------------------------------------
@@ -362,6 +497,6 @@ def test_a_quiz_notebook_runs_in_a_real_kernel_with_the_hub_id(tmp_path):
         for c in nb.cells
         for o in c.get("outputs", [])
     )
-    assert "Your variant of this quiz: id 'hedy' (your JupyterHub user)" in text
+    assert "questions shown for id 'hedy'.\nWhere that id comes from: your JupyterHub user" in text
     assert "Practice variant 0 of q5" in text and "Why: " in text
     assert sys.executable  # the kernel is this environment's

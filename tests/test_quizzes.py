@@ -32,6 +32,7 @@ ENGINE, MLP = "04_checkpoint_engine", "06_checkpoint_mlp"
 QUIZ = (ENGINE, MLP)
 PREFIX = {ENGINE: "engine_quiz", MLP: "mlp_quiz"}
 IDS = [f"student{i}" for i in range(40)] + ["ada", "grace", "a.b@uni.edu", "Zoë O'Neil"]
+PRACTICE = [("practice", n) for n in range(8)]  # the practice round's variants
 
 # Mutants of the solutions (tests/test_mutants.py) that no test can tell from them.
 EQUIVALENT_MUTANTS = {
@@ -156,7 +157,7 @@ def test_solutions_answer_every_variant(solutions, assignment):
 @pytest.mark.parametrize("assignment", QUIZ)
 def test_every_variant_is_well_formed(quiz, graders, assignment):
     kinds = {"choice", "truth", "number", "line", "order", "function"}
-    for who, q, v in variants(quiz, assignment):
+    for who, q, v in variants(quiz, assignment, [*IDS, *PRACTICE]):  # practice ones too
         assert v.kind in kinds and v.text.strip(), (who, q)
         spec = v.spec()
         key = graders[assignment].KEYS[q].key(v)
@@ -363,11 +364,13 @@ RIGHT_LINE = {
     "m3": (6, "        self.grad += w.data * out.grad"),
     "m4": (3, "    out = Value(self.data * w.data + b.data, (self, w, b), 'muladd')"),
     "m5": (8, "        b.grad += out.grad"),
+    "m6": (6, "        self.grad += w.data * out.grad"),
     "cube": (6, "        self.grad += 3 * x**2 * out.grad"),
     "sinh": (5, "        self.grad += math.cosh(self.data) * out.grad"),
     "softsign": (6, "        self.grad += out.grad / (1 + abs(x)) ** 2"),
     "square": (2, "    out = Value(self.data**2, (self,), 'square')"),
     "cosh": (5, "        self.grad += math.sinh(self.data) * out.grad"),
+    "exp2": (5, "        self.grad += math.log(2) * out.data * out.grad"),
 }
 PLAIN = {
     "muladd": lambda x, w, q: (x * w + 1.5 * q) * (1.5 * q),
@@ -376,6 +379,7 @@ PLAIN = {
     "softsign": lambda t: 1.5 * t / (1 + abs(1.5 * t)) * (1.5 * t),
     "square": lambda t: (1.5 * t) ** 2 * (1.5 * t),
     "cosh": lambda t: math.cosh(1.5 * t) * (1.5 * t),
+    "exp2": lambda t: 2 ** (1.5 * t) * (1.5 * t),
 }
 
 
@@ -421,7 +425,8 @@ def test_spot_the_bug_key_is_the_line_to_fix(quiz, template):
     repaired = [fixed if i + 1 == line else text for i, text in enumerate(listing)]
     assert repaired != listing
     assert gradients_of(repaired, name, at) == pytest.approx(want, rel=1e-5)  # fixed: right
-    v = next(v for _, qq, v in variants(quiz, ENGINE) if qq == q and v.template == template)
+    drawn = [quiz.variant(ENGINE, who, q) for who in [*IDS, *PRACTICE]]  # graded or practice
+    v = next(v for v in drawn if v.template == template)
     assert graders_key(ENGINE, q, v) == line
 
 
@@ -527,9 +532,12 @@ FUNCTION_Q = {ENGINE: "q13", MLP: "q6"}
 
 
 @pytest.mark.parametrize("assignment", QUIZ)
-def test_functions_written_differently_count_and_wrong_ones_cost_one_line(solutions, assignment):
+def test_functions_written_differently_count_and_wrong_ones_cost_one_line(
+    solutions, quiz, assignment
+):
     q = FUNCTION_Q[assignment]
-    for student in ("ada", "student3"):
+    for student in ("student7", "student3"):
+        assert quiz.variant(ENGINE, student, "q13").a != 1  # "no a" is wrong for them
         for body in RIGHT_BODIES[assignment]:
             nb = with_answers(solutions[assignment], assignment, {q: body})
             assert failing_cells(nb, assignment, student=student) == {}, body

@@ -7,7 +7,9 @@ submission was handed in under; when an answer is wrong and the notebook showed 
 id's variant, the hidden test's message says so (``Kernel.shown``). This keeps that id,
 from the saved outputs, in ``metadata.autograder.shown_id``. It is what the student's file
 says, so it is untrusted: only a short plain string is kept, and it only ever adds a
-sentence to a message about an answer that is already wrong.
+sentence to a message about an answer that is already wrong. The id is kept as variants
+are drawn from it (``roster.fold``, the same as ``quizkit.quiz_id``): a notebook that
+showed ``'Bob'`` showed the variant of ``bob``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import json
 
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ..roster import fold
 
 QUIZ_MIME = "application/vnd.autograd-course.quiz+json"  # quizkit.QUIZ_MIME
 MOST = 100  # characters of an id
@@ -34,7 +38,7 @@ def shown_id(nb) -> str:
                     continue
             student = value.get("id") if isinstance(value, dict) else None
             if isinstance(student, str) and 0 < len(student) <= MOST and student.isprintable():
-                found = student
+                found = fold(student) or found
     return found
 
 

@@ -2,9 +2,12 @@
 
 Each function draws one variant of its question from ``pick`` (``coursekit.Pick``): its
 numbers, its wording and the order of its options. Your variant is drawn from your
-student id; practice variants from practice seeds. What a variant shows is all here. Its
-answer is not: the course works that out with its own engine when it grades (and, for
-the practice round, beforehand).
+student id; practice variants from practice seeds. What decides an answer (wordings,
+option sets, statements, listings) comes in two pools, ``pick.pool(graded, practice)``,
+and numbers in two halves (coursekit.quiz_variant), so that no practice variant shows
+what a graded one does. What a variant shows is all here. Its answer is not: the course
+works that out with its own engine when it grades (and, for the practice round,
+beforehand).
 """
 
 import math
@@ -23,7 +26,7 @@ NAMES = "abcdfghkmnpqrstuvwxyz"  # labels for a graph's boxes (no l, o, i or e)
 
 
 def q1(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -35,14 +38,33 @@ def q1(pick):
                 "After `L.backward()`, every node `n` of the graph behind `L` has a "
                 "number in `n.grad`. What does that number say?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "A node `n` sits somewhere in the graph behind a loss `L`. Once "
+                "`L.backward()` has run, which of these does `n.grad` equal?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "`dn/dL`, how much `n` would change if `L` changed a little"),
-        ("o2", "`dL/dn`, how much `L` changes per unit change of `n`"),
-        ("o3", "the local derivative of `n` with respect to its parents"),
-        ("o4", "how far `n.data` will move in the next step of gradient descent"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "`dn/dL`, how much `n` would change if `L` changed a little"),
+                ("o2", "`dL/dn`, how much `L` changes per unit change of `n`"),
+                ("o3", "the local derivative of `n` with respect to its parents"),
+                ("o4", "how far `n.data` will move in the next step of gradient descent"),
+            ]
+        ],
+        [
+            [
+                ("o1", "the derivative of `n` with respect to `L`, `dn/dL`"),
+                ("o2", "the rate at which `L` moves when `n.data` is nudged, `dL/dn`"),
+                ("o3", "the derivative of `n` with respect to its own inputs"),
+                ("o4", "the step by which the next update will change `n.data`"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
@@ -87,7 +109,7 @@ ROLES = ("x", "y", "z", "u", "v", "w", "L")
 
 
 def q4(pick):
-    graph = pick.one(sorted(GRAPHS))
+    graph = pick.pool(["g1", "g2"], ["g3", "g4"])
     names = dict(zip(ROLES, pick.several(NAMES, len(ROLES))))
 
     def named(expression):
@@ -113,7 +135,7 @@ def q4(pick):
 
 
 def q5(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -127,18 +149,42 @@ def q5(pick):
                 "each time it reached it. In a graph where one node feeds two others, what "
                 "goes wrong?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "Without its `visited` set, `topological_order` appends a node every time a "
+                "path reaches it. Take `c = a * b` and `d = c * c + c`: what goes wrong in "
+                "`d.backward()`?",
+            ),
+        ],
     )
-    options = [
-        (
-            "o1",
-            "that node would be listed twice, so its `_backward` would run twice and "
-            "its parents would get its gradient twice",
-        ),
-        ("o2", "nothing would go wrong: the gradients come out the same, only more slowly"),
-        ("o3", "the sort would never stop, because a node used twice makes a cycle"),
-        ("o4", "the leaves would be left out of the order, so they would get no gradient"),
-    ]
+    options = pick.pool(
+        [
+            [
+                (
+                    "o1",
+                    "that node would be listed twice, so its `_backward` would run twice and "
+                    "its parents would get its gradient twice",
+                ),
+                ("o2", "nothing would go wrong: the gradients come out the same, only more slowly"),
+                ("o3", "the sort would never stop, because a node used twice makes a cycle"),
+                ("o4", "the leaves would be left out of the order, so they would get no gradient"),
+            ]
+        ],
+        [
+            [
+                (
+                    "o1",
+                    "`c` is in the order more than once, so `a` and `b` receive `c`'s "
+                    "gradient more than once",
+                ),
+                ("o2", "the same gradients come out; the sort just does some work twice"),
+                ("o3", "the recursion goes on for ever: using `c` again closes a loop"),
+                ("o4", "`a` and `b` drop out of the order, and their `grad` stays 0"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
@@ -210,11 +256,25 @@ MULADD = {
         "    out._backward = _backward",
         "    return out",
     ],
+    "m6": [
+        "def muladd(self, w, b):",
+        '    """self * w + b in one node."""',
+        "    out = Value(self.data * w.data + b.data, (self, w, b), 'muladd')",
+        "",
+        "    def _backward():",
+        "        self.grad += self.data * out.grad",
+        "        w.grad += self.data * out.grad",
+        "        b.grad += out.grad",
+        "",
+        "    out._backward = _backward",
+        "    return out",
+    ],
 }
+MULADD_POOLS = (["m1", "m2", "m3", "m4"], ["m5", "m6"])  # graded, practice
 
 
 def q6(pick):
-    template = pick.one(sorted(MULADD))
+    template = pick.pool(*MULADD_POOLS)
     return {
         "kind": "line",
         "template": template,
@@ -279,11 +339,22 @@ UNARY = {
         "    out._backward = _backward",
         "    return out",
     ],
+    "exp2": [
+        "def exp2(self):",
+        "    out = Value(2**self.data, (self,), 'exp2')",
+        "",
+        "    def _backward():",
+        "        self.grad += out.data * out.grad",
+        "",
+        "    out._backward = _backward",
+        "    return out",
+    ],
 }
+UNARY_POOLS = (["cube", "sinh", "softsign", "square"], ["cosh", "exp2"])  # graded, practice
 
 
 def q7(pick):
-    template = pick.one(sorted(UNARY))
+    template = pick.pool(*UNARY_POOLS)
     return {
         "kind": "line",
         "template": template,
@@ -294,7 +365,7 @@ def q7(pick):
 
 
 def q8(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -308,6 +379,8 @@ def q8(pick):
                 "of adding to it with `+=`: each node gets its gradient from exactly one "
                 "operation, so nothing is lost.",
             ),
+        ],
+        [
             (
                 "s3",
                 "With `=` instead of `+=` in every `_backward`, `(x + x).backward()` "
@@ -318,13 +391,13 @@ def q8(pick):
                 "With `=` instead of `+=` in every `_backward`, `(x * x).backward()` "
                 "would still give the right `x.grad`, `2 * x.data`.",
             ),
-        ]
+        ],
     )
     return {"kind": "truth", "stem": stem, "text": text}
 
 
 def q9(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -338,19 +411,26 @@ def q9(pick):
                 "it has run its own: before that, the node's `grad` is incomplete, and it "
                 "would pass on too little.",
             ),
+        ],
+        [
             (
                 "s3",
                 "Running the `_backward` closures in topological order (every node after "
                 "its parents) instead of in reverse gives the same gradients, as long as each "
                 "runs once.",
             ),
-        ]
+            (
+                "s4",
+                "`backward()` sets the output's `grad` to 1 and runs the output's `_backward` "
+                "first: at that moment the output is the only node whose `grad` is complete.",
+            ),
+        ],
     )
     return {"kind": "truth", "stem": stem, "text": text}
 
 
 def q10(pick):
-    x = pick.one([0.0, 0.0, 0.0, -2.0, -0.5, 0.5, 1.5, 3.0])
+    x = pick.pool([0.0, 0.0, 0.0, -2.0, -0.5, 0.5, 1.5, 3.0], [-1.0, -0.25, 0.25, 1.0, 2.0])
     claim = pick.one([0.0, 1.0])
     stem, text = pick.one(
         [
@@ -368,6 +448,9 @@ def q10(pick):
     if x == 0:
         text += " (At exactly 0 the engine picks a slope for relu, as PyTorch does.)"
     return {"kind": "truth", "stem": stem, "text": text, "values": {"x": x, "claim": claim}}
+
+
+q10.numbers_in_pools = True  # its numbers are few: split in pools, not in halves
 
 
 TANH = {z: round(math.tanh(z), 6) for z in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)}
@@ -390,7 +473,7 @@ def q11(pick):
 
 
 def q12(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -402,14 +485,20 @@ def q12(pick):
                 "The `_backward` of `sigmoid` has the output `s = sigmoid(x)` at hand. "
                 "By which expression does it multiply `out.grad`?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "Let `s = 1 / (1 + math.exp(-x))`. Which expression in `s` alone equals "
+                "`ds/dx`, the factor `sigmoid`'s `_backward` multiplies `out.grad` by?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "`1 - s**2`"),
-        ("o2", "`s`"),
-        ("o3", "`s * (1 - s)`"),
-        ("o4", "`1 / s`"),
-    ]
+    options = pick.pool(
+        [[("o1", "`1 - s**2`"), ("o2", "`s`"), ("o3", "`s * (1 - s)`"), ("o4", "`1 / s`")]],
+        [[("o1", "`(1 - s) * (1 + s)`"), ("o2", "`s` itself"), ("o3", "`s - s**2`"),
+          ("o4", "`-1 / s**2`")]],
+    )  # fmt: skip
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 

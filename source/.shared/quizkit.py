@@ -16,6 +16,7 @@ __all__ += [  # what the grader reads too
     "Pick",
     "Practice",
     "Variant",
+    "quiz_id",
     "decode",
     "encode",
     "is_right",
@@ -149,7 +150,8 @@ def check_answer(name: str, value: object, **spec) -> None:
 # function that draws one variant (its numbers, its wording, the order of its options)
 # from a ``Pick``. Your variant is drawn from your student id and the quiz, so it is the
 # same every time you open the notebook and differs from your classmates'. Practice
-# variants come from the same functions with practice seeds instead; their answers are
+# variants come from the same functions with practice seeds and pools of their own (no
+# practice variant shows the wording, options or numbers of a graded one); their answers are
 # worked out by the course beforehand and kept in the notebook, so a practice answer is
 # checked at once. Your graded variant gets only the form check: it is graded after you
 # submit, against your id's variant.
@@ -166,12 +168,19 @@ class Pick:
     """The seeded choices behind one variant of one question. The same seed gives the
     same variant on any computer and any Python version (only ``random()`` is used)."""
 
-    def __init__(self, seed: str):
+    def __init__(self, seed: str, practice: bool = False):
         import hashlib
         import random
 
         digest = hashlib.sha256(seed.encode()).digest()
         self._rng = random.Random(int.from_bytes(digest[:8], "big"))
+        self.practice = practice  # a practice variant: drawn from the practice pools
+
+    def pool(self, graded, practice):
+        """One of ``graded`` or, for a practice variant, one of ``practice``. What decides
+        a question's answer (its wordings, option sets, statements, listings) is split in
+        these two pools: no practice variant shows what a graded variant shows."""
+        return self.one(practice if self.practice else graded)
 
     def one(self, options):
         """One of ``options``."""
@@ -309,17 +318,44 @@ class Variant:
         return draw_graph(_sketch(self.figure["code"], self.figure["root"]))
 
 
-def quiz_variant(assignment: str, who: str, question: str, questions=None) -> Variant:
-    """The variant of ``question`` for the student id ``who`` (graded) or, with
-    ``who=("practice", n)``, practice variant ``n``."""
+def quiz_id(who: object) -> str:
+    """A student id as a variant is drawn from it: Unicode compatibility forms, case and
+    spacing do not count (``" Bob "``, ``"bob"`` and ``"BOB"`` are one id; the grader's
+    roster compares ids the same way, ``roster.fold``)."""
+    import unicodedata
+
+    return " ".join(unicodedata.normalize("NFKC", str(who)).casefold().split())
+
+
+def _numbers_half(values: dict) -> bool:
+    """The half of a question's numbers ``values`` belongs to: False for graded variants,
+    True for practice ones (a hash of the numbers), so that no practice variant has the
+    numbers of any student's graded variant."""
+    import hashlib
+    import json
+
+    text = json.dumps(values, sort_keys=True)
+    return bool(hashlib.sha256(text.encode()).digest()[0] & 1)
+
+
+def quiz_variant(assignment: str, who, question: str, questions=None) -> Variant:
+    """The variant of ``question`` for the student id ``who`` (graded; see ``quiz_id``)
+    or, with ``who=("practice", n)``, practice variant ``n``. Graded and practice variants
+    are drawn from apart: wordings, option sets, statements and listings from the two
+    pools of ``Pick.pool``, numbers from the two halves of ``_numbers_half`` (or, for a
+    question with ``numbers_in_pools``, from its pools too)."""
     questions = questions or load_questions(assignment)
     draw = questions.QUESTIONS[question]
     base = getattr(draw, "same_numbers_as", question)  # a question that reuses another's
-    if isinstance(who, tuple):
-        seed = _seed(assignment, _practice(who[1]), base)
-    else:
-        seed = _seed(assignment, _graded(str(who)), base)
-    return Variant(question, draw(Pick(seed)), seed)
+    halves = not getattr(draw, "numbers_in_pools", False)  # else pick.pool splits them
+    practice = isinstance(who, tuple)
+    seed = _seed(assignment, _practice(who[1]) if practice else _graded(quiz_id(who)), base)
+    pick = Pick(seed, practice=practice)
+    for _ in range(200):  # numbers of the other half: draw again (a half in 2**200 fails)
+        drawn = draw(pick)
+        if not (halves and drawn.get("values")) or _numbers_half(drawn["values"]) == practice:
+            return Variant(question, drawn, seed)
+    raise ValueError(f"{question}: no {'practice' if practice else 'graded'} numbers drawn")
 
 
 # ---- drawings of a question's code ------------------------------------------------------
@@ -424,18 +460,23 @@ class Quiz:
     def __init__(self, assignment: str, typed_id: str = ""):
         self.assignment = assignment
         self.questions = load_questions(assignment)
-        self.student, found = student_id(typed_id)
+        given, found = student_id(typed_id)
+        self.student = quiz_id(given)  # the id the variants are drawn from
         self._practised: dict[str, int] = {}
         if not self.student:
             print('✗ No student id yet: type yours in the first cell, such as my_id = "ada",')
             print("  run that cell, then this one. Until then no question can be shown.")
             return
-        note = ""
-        if found != TYPED and isinstance(typed_id, str) and typed_id.strip() not in ("",
-                                                                                 self.student):
-            note = f"; {typed_id.strip()!r}, typed in the first cell, is not used"
-        _display({"text/plain": f"Your variant of this quiz: id {self.student!r} ({found}"
-                                f"{note}). Your classmates' numbers differ.",
+        lines = [f"Your variant of this quiz: questions shown for id {self.student!r}.",
+                 f"Where that id comes from: {found}."]
+        if given != self.student:
+            lines[-1] = (f"Where that id comes from: {found}, as {given!r} (case and spaces in "
+                         "an id do not count).")
+        typed = quiz_id(typed_id) if isinstance(typed_id, str) else ""
+        if found != TYPED and typed not in ("", self.student):
+            lines.append(f"{typed_id.strip()!r}, typed in the first cell, is not used.")
+        lines.append("Your classmates' numbers differ.")
+        _display({"text/plain": "\n".join(_fit(line, WIDTH, most=4) for line in lines),
                   QUIZ_MIME: {"assignment": assignment, "id": self.student}})
 
     def variant(self, question: str) -> Variant:

@@ -2,9 +2,11 @@
 
 Each function draws one variant of its question from ``pick`` (``coursekit.Pick``): its
 numbers, its wording and the order of its options. Your variant is drawn from your
-student id; practice variants from practice seeds. What a variant shows is all here. Its
-answer is not: the course works that out with its own engine when it grades (and, for
-the practice round, beforehand).
+student id; practice variants from practice seeds. What decides an answer (wordings,
+option sets, statements) comes in two pools, ``pick.pool(graded, practice)``, and numbers
+in two halves (coursekit.quiz_variant), so that no practice variant shows what a graded
+one does. What a variant shows is all here. Its answer is not: the course works that out
+with its own engine when it grades (and, for the practice round, beforehand).
 """
 
 ASSIGNMENT = "06_checkpoint_mlp"
@@ -45,7 +47,7 @@ def q2(pick):
 
 
 def q3(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -57,18 +59,26 @@ def q3(pick):
                 "Every call `model(x)` builds a new graph whose leaves include the very "
                 "weight Values stored in the model.",
             ),
+        ],
+        [
             (
                 "s3",
                 "Once `model(x)` has built its graph, changing `p.data` for a parameter "
                 "`p` of the model has no effect on what the next call `model(x)` returns.",
             ),
-        ]
+            (
+                "s4",
+                "After `p.data` of a parameter `p` of the model changes, the next call "
+                "`model(x)` computes with the new value: the graph's leaves are the model's "
+                "own parameter Values.",
+            ),
+        ],
     )
     return {"kind": "truth", "stem": stem, "text": text}
 
 
 def q4(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -82,14 +92,33 @@ def q4(pick):
                 "in `Module` and in `train`, and work for every model. What do they rely on "
                 "each model to have?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "A new model class subclasses `Module` and should work with `zero_grad()` and "
+                "the training loop's update as they are. Which method must it define?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "a `backward()` method of its own"),
-        ("o2", "its own learning rate"),
-        ("o3", "a `__repr__` that lists its layers"),
-        ("o4", "`parameters()`, returning every weight and bias Value it holds"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "a `backward()` method of its own"),
+                ("o2", "its own learning rate"),
+                ("o3", "a `__repr__` that lists its layers"),
+                ("o4", "`parameters()`, returning every weight and bias Value it holds"),
+            ]
+        ],
+        [
+            [
+                ("o1", "`backward()`, to push the gradients through its layers"),
+                ("o2", "`learning_rate()`, the size of its own steps"),
+                ("o3", "`__len__()`, the number of its layers"),
+                ("o4", "`parameters()`, a list of all the Values it trains"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
@@ -129,7 +158,7 @@ def q6(pick):
 
 
 def q7(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -141,14 +170,33 @@ def q7(pick):
                 "A training step has these four parts, listed here in no particular "
                 "order. Before the step, every `grad` holds what the previous step left.",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "These are the four parts of a training step, shuffled. Every `grad` still "
+                "holds what the step before left in it.",
+            ),
+        ],
     )
-    options = [
-        ("o1", "`loss.backward()`"),
-        ("o2", "compute the predictions and the loss: `loss = ...`"),
-        ("o3", "`model.zero_grad()`"),
-        ("o4", "`for p in model.parameters(): p.data -= lr * p.grad`"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "`loss.backward()`"),
+                ("o2", "compute the predictions and the loss: `loss = ...`"),
+                ("o3", "`model.zero_grad()`"),
+                ("o4", "`for p in model.parameters(): p.data -= lr * p.grad`"),
+            ]
+        ],
+        [
+            [
+                ("o1", "backpropagate from the loss"),
+                ("o2", "run the model on the inputs and work out the loss"),
+                ("o3", "set every parameter's `grad` to 0"),
+                ("o4", "move every parameter a small step against its `grad`"),
+            ]
+        ],
+    )
     shown = pick.shuffled(options)
     letters = "abcd"
     return {
@@ -163,21 +211,34 @@ def q7(pick):
 
 
 def q8(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             ("s1", "Which update moves a parameter `p` so that the loss goes *down*?"),
             (
                 "s2",
                 "`p.grad` holds `dloss/dp`. Which line takes a step of gradient descent on `p`?",
             ),
-        ]
+        ],
+        [("s3", "After `loss.backward()`, which line moves `p` one step downhill on the loss?")],
     )
-    options = [
-        ("o1", "`p.data += lr * p.grad`"),
-        ("o2", "`p.data -= lr * p.grad`"),
-        ("o3", "`p.grad -= lr * p.data`"),
-        ("o4", "`p.data = lr * p.grad`"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "`p.data += lr * p.grad`"),
+                ("o2", "`p.data -= lr * p.grad`"),
+                ("o3", "`p.grad -= lr * p.data`"),
+                ("o4", "`p.data = lr * p.grad`"),
+            ]
+        ],
+        [
+            [
+                ("o1", "`p.data = p.data + lr * p.grad`"),
+                ("o2", "`p.data = p.data - lr * p.grad`"),
+                ("o3", "`p.grad = p.grad - lr * p.data`"),
+                ("o4", "`p.data = -lr * p.grad`"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
@@ -225,7 +286,7 @@ q10.same_numbers_as = "q9"  # question 10 asks about question 9's loop
 
 
 def q11(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -238,13 +299,25 @@ def q11(pick):
                 "`zero_grad()` only saves time: `backward()` sets every `.grad` afresh, "
                 "so a stale gradient is overwritten anyway.",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "Without `model.zero_grad()`, the gradient the update uses in step 3 is the "
+                "sum of the gradients of steps 1, 2 and 3.",
+            ),
+            (
+                "s4",
+                "`loss.backward()` replaces each parameter's old `grad` with the new "
+                "gradient, so zeroing the gradients first changes nothing.",
+            ),
+        ],
     )
     return {"kind": "truth", "stem": stem, "text": text}
 
 
 def q12(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -256,18 +329,25 @@ def q12(pick):
                 "`model.zero_grad()` can go anywhere in a training step before "
                 "`loss.backward()`, for instance at its very start.",
             ),
+        ],
+        [
             (
                 "s3",
                 "The right place for `model.zero_grad()` is right after "
                 "`loss.backward()`, so that the update sees clean gradients.",
             ),
-        ]
+            (
+                "s4",
+                "Calling `model.zero_grad()` first thing in each training step, before the "
+                "forward pass, is a correct place for it.",
+            ),
+        ],
     )
     return {"kind": "truth", "stem": stem, "text": text}
 
 
 def q13(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -280,19 +360,38 @@ def q13(pick):
                 "few hundred steps the loss is far above where it started. What do you try "
                 "first?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "Training diverges: the loss swings between ever higher values, and soon it "
+                "is `inf` or `nan`. What do you change first?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "lower the learning rate"),
-        ("o2", "raise the learning rate"),
-        ("o3", "remove `model.zero_grad()`"),
-        ("o4", "train for more epochs"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "lower the learning rate"),
+                ("o2", "raise the learning rate"),
+                ("o3", "remove `model.zero_grad()`"),
+                ("o4", "train for more epochs"),
+            ]
+        ],
+        [
+            [
+                ("o1", "a smaller learning rate"),
+                ("o2", "a larger learning rate"),
+                ("o3", "no more `model.zero_grad()` calls"),
+                ("o4", "more training steps"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
 def q14(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -304,14 +403,33 @@ def q14(pick):
                 "In PyTorch, which call does our `model.zero_grad()` (every parameter's "
                 "`grad` set to 0) correspond to?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "In PyTorch, which call fills every parameter's `.grad` with the gradient of "
+                "the loss, as our `loss.backward()` does?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "`loss.backward()`"),
-        ("o2", "`optimizer.zero_grad()`"),
-        ("o3", "`optimizer.step()`"),
-        ("o4", "`model.eval()`"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "`loss.backward()`"),
+                ("o2", "`optimizer.zero_grad()`"),
+                ("o3", "`optimizer.step()`"),
+                ("o4", "`model.eval()`"),
+            ]
+        ],
+        [
+            [
+                ("o1", "`loss.backward()`"),
+                ("o2", "`optimizer.zero_grad()`"),
+                ("o3", "`optimizer.step()`"),
+                ("o4", "`torch.no_grad()`"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 
@@ -363,7 +481,7 @@ def q16(pick):
 
 
 def q17(pick):
-    stem, text = pick.one(
+    stem, text = pick.pool(
         [
             (
                 "s1",
@@ -375,14 +493,33 @@ def q17(pick):
                 "Training is stable, the loss never jumps, yet it creeps down by a tiny "
                 "amount per epoch. Which change is most likely to help?",
             ),
-        ]
+        ],
+        [
+            (
+                "s3",
+                "Each step lowers the loss by a hair, and it never jumps; after thousands "
+                "of steps it is still far from low. What do you try first?",
+            ),
+        ],
     )
-    options = [
-        ("o1", "lower the learning rate"),
-        ("o2", "raise the learning rate"),
-        ("o3", "call `model.zero_grad()` twice per step"),
-        ("o4", "stop calling `model.zero_grad()`"),
-    ]
+    options = pick.pool(
+        [
+            [
+                ("o1", "lower the learning rate"),
+                ("o2", "raise the learning rate"),
+                ("o3", "call `model.zero_grad()` twice per step"),
+                ("o4", "stop calling `model.zero_grad()`"),
+            ]
+        ],
+        [
+            [
+                ("o1", "a smaller learning rate"),
+                ("o2", "a larger learning rate"),
+                ("o3", "a second `model.zero_grad()` in each step"),
+                ("o4", "no `model.zero_grad()` at all"),
+            ]
+        ],
+    )
     return {"kind": "choice", "stem": stem, "text": text, "options": pick.shuffled(options)}
 
 

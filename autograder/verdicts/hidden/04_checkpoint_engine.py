@@ -96,8 +96,8 @@ def _softplus_inputs(v, rng):
 
 
 BUGGY = {  # question 6 (muladd) and question 7: the wrong line of each listing
-    "m1": 7, "m2": 8, "m3": 6, "m4": 3, "m5": 8,
-    "cube": 6, "sinh": 5, "softsign": 6, "square": 2, "cosh": 5,
+    "m1": 7, "m2": 8, "m3": 6, "m4": 3, "m5": 8, "m6": 6,
+    "cube": 6, "sinh": 5, "softsign": 6, "square": 2, "cosh": 5, "exp2": 5,
 }  # fmt: skip
 FIXES = {  # why that line is wrong, and how it should read
     "m1": "d(self*w + b)/dw = self, so it must be w.grad += self.data * out.grad.",
@@ -105,11 +105,13 @@ FIXES = {  # why that line is wrong, and how it should read
     "m3": "the chain rule multiplies by out.grad: self.grad += w.data * out.grad.",
     "m4": "b is missing from the parents (self, w, b), so backward() never reaches b.",
     "m5": "d(self*w + b)/db = 1, so it must be b.grad += out.grad.",
+    "m6": "d(self*w + b)/dself = w, so it must be self.grad += w.data * out.grad.",
     "cube": "out.data is x**3; the slope is 3 * x**2: self.grad += 3 * x**2 * out.grad.",
     "sinh": "the slope of sinh is cosh: self.grad += math.cosh(self.data) * out.grad.",
     "softsign": "= overwrites the shares of other uses; it must add (+=).",
     "square": "with no parents, backward() never reaches self: the parents are (self,).",
     "cosh": "the chain rule multiplies by out.grad: ... * out.grad.",
+    "exp2": "the slope of 2**x is log(2) * 2**x: self.grad += math.log(2) * out.data * out.grad.",
 }
 
 
@@ -149,7 +151,7 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "q9": truth(
-        {"s2"},
+        {"s2", "s4"},
         lambda v, k: (
             f"{k}. A node's _backward passes on node.grad, so it must run after "
             "every node that uses it has added its share; otherwise it passes on an "

@@ -117,6 +117,11 @@ def why_torch(v, key) -> str:
             f"({key}) optimizer.step(): an optimizer such as torch.optim.SGD(params, lr=0.1) "
             "holds the parameters, and its step() applies the update."
         )
+    if v.stem == "s3":
+        return (
+            f"({key}) loss.backward(), as in our engine: PyTorch's autograd adds the "
+            "gradient of the loss to the .grad of every tensor that requires it."
+        )
     return (
         f"({key}) optimizer.zero_grad() sets the grads of the parameters it holds to zero "
         "(or None), as our model.zero_grad() does."
@@ -127,7 +132,7 @@ KEYS: dict[str, Key] = {
     "q1": number(REFERENCE, why_q1),
     "q2": number(REFERENCE, why_q2),
     "q3": truth(
-        {"s2"},
+        {"s2", "s4"},
         lambda v, k: (
             f"{k}. Each call builds new nodes on top, but the leaves are the very "
             "Values stored in the model. That is why an update of p.data shows in the next "
@@ -160,7 +165,7 @@ KEYS: dict[str, Key] = {
     "q9": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=True)),
     "q10": number(REFERENCE, lambda v, k: two_steps_why(v, k, reset=False)),
     "q11": truth(
-        {"s1"},
+        {"s1", "s3"},
         lambda v, k: (
             f"{k}. backward() adds to .grad by design (+=), across calls too; "
             "zero_grad() starts each step from 0, so p.grad is the gradient of this step's "
@@ -168,7 +173,7 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "q12": truth(
-        {"s2"},
+        {"s2", "s4"},
         lambda v, k: (
             f"{k}. Zeroing between backward() and the update erases the gradients "
             "the update needs, and nothing moves. zero_grad() belongs anywhere before "
@@ -183,7 +188,7 @@ KEYS: dict[str, Key] = {
             "stale gradients make it worse, and more epochs only continue the climb."
         ),
     ),
-    "q14": choice({"s1": "o3", "s2": "o2"}, why_torch),
+    "q14": choice({"s1": "o3", "s2": "o2", "s3": "o1"}, why_torch),
     "q15": choice(
         "o2",
         lambda v, k: (

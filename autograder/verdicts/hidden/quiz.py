@@ -15,11 +15,14 @@ in the quiz's hidden module (``04_checkpoint_engine``, ``06_checkpoint_mlp``), a
   right is stated here, by id, and mapped to what the variant shows.
 
 The hidden test of question ``q3`` recomputes the variant of the id the submission was
-collected under (``Kernel.student``), asks the probe for the notebook's ``q3`` and grades
+collected under (``Kernel.student``, compared as ``quizkit.quiz_id`` does: case and
+spacing do not count), asks the probe for the notebook's ``q3`` and grades
 it here: a malformed answer fails with the visible check's own sentence, a wrong one with
 a line that does not give the right one away and, when the notebook showed another id's
 variant (``Kernel.shown``), says so. ``practice_bank`` works out the practice variants'
-answers and explanations, which ``generate`` keeps in the quiz notebook.
+answers and explanations, which ``generate`` keeps in the quiz notebook. Practice variants
+are drawn from pools and halves of their own (``quizkit.quiz_variant``): none shows the
+wording, option set, statement, listing or numbers of any student's graded variant.
 """
 
 from __future__ import annotations
@@ -176,6 +179,7 @@ def wrong(v, answer, key: Key) -> str | None:
 def grade(assignment: str, keys: dict[str, Key], name: str, answer, student: str, shown=""):
     """Fail unless ``answer`` is a well-formed and right answer to question ``name`` as the
     student with id ``student`` sees it; ``shown``: the id the notebook showed, if known."""
+    student, shown = quizkit.quiz_id(student), quizkit.quiz_id(shown)  # as variants are drawn
     v = variant(assignment, student, name)
     problem, value = quizkit.answer_problem(v.name, answer, **v.spec())
     if problem is None:
