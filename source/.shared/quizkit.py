@@ -16,11 +16,11 @@ __all__ += [  # what the grader reads too
     "Pick",
     "Practice",
     "Variant",
-    "quiz_id",
     "decode",
     "encode",
     "is_right",
     "load_questions",
+    "quiz_id",
     "quiz_variant",
     "student_id",
 ]
