@@ -10,8 +10,11 @@ on the engine its hidden tests assume, and a bug in lesson 1 costs nothing in le
 The code is the course's solutions: the engine cells (setup, given code and exercises,
 ``coursekit.engine_cells``) of the instructor notebooks of every lesson that builds the
 engine (``coursekit.ENGINE_LESSONS``), up to the one the lesson starts from, run as one
-piece; a name no lesson builds (``dot``) is coursekit's. It is what a student's
-``engine("course", ...)`` runs from the course's past lessons. No request carries it:
+piece, of which only what the names need is kept (needed.py: lesson 1's
+``backprop_by_hand`` or lesson 2's ``grad_check`` are none of lesson 5's business); a
+name no lesson builds (``dot``) is coursekit's. It is what a student's
+``engine("course", ...)`` runs from the course's past lessons, less what the notebook
+cannot reach anyway (the cell keeps only the names). No request carries it:
 the kernel's own ``Value`` is already the course's, with the student's new methods on it.
 This runs in the grader; only the code it makes goes into a kernel.
 """
@@ -22,6 +25,7 @@ import functools
 
 from ..api import solution_code
 from .common import COURSE, kit
+from .needed import needed
 from .sets import CourseEngine
 
 SOURCE = COURSE / "source"
@@ -46,7 +50,7 @@ def lesson_engine(assignment: str, *names: str) -> CourseEngine:
         raise ValueError(f"lesson_engine: unknown names {unknown} (or no engine name given)")
     last, _ = kit.engine_lesson(from_lessons, assignment)
     lessons = [(f, nb) for f, nb, _ in kit.ENGINE_LESSONS if f <= last]
-    code = "\n\n".join(_lesson_code(f, nb) for f, nb in lessons)
+    code = needed("\n\n".join(_lesson_code(f, nb) for f, nb in lessons), from_lessons)
     listed = ", ".join(from_lessons)
     cell = (
         f"exec(compile({code!r}, '<the course engine>', 'exec'), _course := {{}})\n"

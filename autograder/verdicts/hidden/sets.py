@@ -16,6 +16,10 @@ the visible checks in the grading kernel run on the same engine as the hidden te
 
 The course's engine is the reference engine ``refgrad`` (engine.py, and nn.py for the
 network), as one piece of code: the same classes the lessons publish, with the same API.
+Only what ``names`` need of it goes (needed.py): nn.py also holds lesson 5b's losses,
+which are exercises, and the kernel, whose history holds that code, must never hold the
+course's version of an exercise of the assignment it grades or of a later one
+(tests/test_kernel_contents.py). refgrad itself, the hidden tests' oracle, is untouched.
 This runs in the grader, never in a kernel: only the code it makes goes there.
 """
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from ..api import Given
 from .common import COURSE
+from .needed import needed
 
 REFGRAD = COURSE / "source" / ".reference" / "refgrad"
 ENGINE_NAMES = ("Value", "dot")  # refgrad/engine.py
@@ -63,11 +68,14 @@ def _without_package_imports(path: Path) -> str:
 
 
 @functools.cache
-def _code(network: bool) -> str:
+def _code(names: tuple[str, ...]) -> str:
+    """The code that defines ``names``: of refgrad's engine.py (and nn.py for the
+    network), only what they need."""
     parts = [_without_package_imports(REFGRAD / "engine.py")]
-    if network:
+    if set(names) & set(NETWORK_NAMES):
         parts.append(_without_package_imports(REFGRAD / "nn.py"))
-    return "from __future__ import annotations\n\n" + "\n\n".join(parts) + "\n"
+    whole = "from __future__ import annotations\n\n" + "\n\n".join(parts) + "\n"
+    return needed(whole, names)
 
 
 def course_engine(*names: str) -> CourseEngine:
@@ -75,7 +83,7 @@ def course_engine(*names: str) -> CourseEngine:
     unknown = set(names) - {*ENGINE_NAMES, *NETWORK_NAMES}
     if not names or unknown:
         raise ValueError(f"course_engine: unknown names {sorted(unknown)} (or none given)")
-    code = _code(network=bool(set(names) & set(NETWORK_NAMES)))
+    code = _code(tuple(names))
     listed = ",".join(names)
     cell = (
         f"exec(compile({code!r}, '<the course engine>', 'exec'), _course := {{}})\n"

@@ -35,10 +35,12 @@ from .common import (
 )
 from .gradcheck import TINY, lambda_text, leak_spots
 from .gradcheck import relative_error as rel  # one definition, lesson 2's and this set's
+from .needed import needed
 
 ref_buggy = importlib.import_module(f"{ref.__name__}.buggy")  # the set's faulty engine
-# The notebook defines Buggy after this exercise: its tests bring their own (the same).
-BUGGY = Given("Buggy", "Buggy", Path(ref_buggy.__file__).read_text())
+# The notebook defines Buggy after this exercise: its tests bring their own (the same),
+# the class alone: buggy.py's notes name the faults, which a later exercise asks for.
+BUGGY = Given("Buggy", "Buggy", needed(Path(ref_buggy.__file__).read_text(), ["Buggy"]))
 
 
 # ---- functions as text -------------------------------------------------------------------
