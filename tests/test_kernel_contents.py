@@ -126,8 +126,8 @@ def bodies(code: str) -> set[str]:
 def kernel_pieces(assignment: str) -> list[str]:
     """The code a grading kernel of ``assignment`` gets from the course: the engine cell
     grading runs (and the code inside it), what each of its requests attaches, and the
-    probe (loaded in every kernel)."""
-    pieces = [kernel_code()]
+    probe (the parts loaded in that assignment's kernel)."""
+    pieces = [kernel_code(assignment)]
     engine = getattr(api.hidden_module(assignment), "ENGINE", None)
     if engine is not None:
         pieces += codes_in(engine.code)
@@ -200,7 +200,7 @@ def test_no_file_of_the_kernels_folder_defines_a_forbidden_exercise(assignment):
 def test_the_set_faults_engine_goes_without_its_notes():
     """Problem set 1's grad_check test attaches the faulty engine before the faults are
     checked: only the class the notebook shows, never the notes that name the faults."""
-    assert BUGGY.source.lstrip().startswith(("import math", "class Buggy"))
+    assert BUGGY.source.lstrip().startswith(("import ", "class Buggy"))
     assert "planted faults with a gradient check, name them" not in BUGGY.source
     assert "instead of" not in BUGGY.source.split("class Buggy", 1)[0]
 
@@ -320,3 +320,19 @@ def test_a_blank_notebook_finds_no_loss_in_its_grading_kernel(tmp_path):
     assert {gid: got[gid] for gid in got if gid.startswith("train_test")} == {
         gid: 0.0 for gid in got if gid.startswith("train_test")
     }
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_probe_holds_no_later_set_s_operations(assignment):
+    """A problem set's probe operations (the Iris recipe's cross-entropy among them) are
+    loaded only in that set's kernels: the probe of an earlier assignment holds none of a
+    later set's code, in any name."""
+    from autograder.verdicts.probe import PARTS, parts_for
+
+    loaded = parts_for(assignment)
+    for part in PARTS:
+        if part.startswith("set_") and not assignment.endswith(part.removesuffix(".py")):
+            assert part not in loaded
+    code = kernel_code(assignment)
+    if assignment < "08_set_training":
+        assert "def st_" not in code  # set 08's operations, its cross-entropy among them

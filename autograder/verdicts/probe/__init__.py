@@ -51,12 +51,27 @@ PARTS = (
 )
 
 
+def parts_for(assignment: str = "") -> tuple[str, ...]:
+    """The PARTS a kernel grading ``assignment`` loads: a problem set's part
+    (``set_<name>.py``) only in the kernel of that set (``NN_set_<name>``), so that no
+    kernel holds another set's operations, such as the Iris recipe's cross-entropy in the
+    kernel of the set whose exercise it is; every part when the assignment is not said."""
+    if not assignment:
+        return PARTS
+    return tuple(
+        name
+        for name in PARTS
+        if not name.startswith("set_") or assignment.endswith(f"_{name.removesuffix('.py')}")
+    )
+
+
 @functools.cache
-def kernel_code() -> str:
-    """The probe as one piece of code for a kernel: the files of PARTS, in order, without
-    their imports of each other; it defines ``install()`` and ``serve(request_json)``."""
+def kernel_code(assignment: str = "") -> str:
+    """The probe as one piece of code for a kernel grading ``assignment``: the files of
+    ``parts_for(assignment)``, in order, without their imports of each other; it defines
+    ``install()`` and ``serve(request_json)``."""
     pieces = ["from __future__ import annotations"]
-    for name in PARTS:
+    for name in parts_for(assignment):
         source = (Path(__file__).parent / name).read_text()
         lines = source.splitlines()
         drop: set[int] = set()
@@ -70,13 +85,14 @@ def kernel_code() -> str:
 STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # quizkit.STUDENT_ID_ENV: whose quiz variant
 
 
-def kernel_load(student: str = "") -> str:
+def kernel_load(student: str = "", assignment: str = "") -> str:
     """The cell a kernel runs once, before any student cell: the probe compiled and run in
     a namespace of its own, with a private copy of the builtins (so none of its names land
     in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
     what it uses and publishes its key (runtime.install). With ``student``, the id the
-    submission is graded under, it also tells coursekit whose quiz variant to show."""
-    source = f"{kernel_code()}\ninstall()\n"
+    submission is graded under, it also tells coursekit whose quiz variant to show.
+    ``assignment`` picks the parts (``parts_for``)."""
+    source = f"{kernel_code(assignment)}\ninstall()\n"
     who = f"__import__('os').environ[{STUDENT_ID_ENV!r}] = {student!r}\n" if student else ""
     return who + (
         f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
