@@ -30,7 +30,7 @@ class Value:
             raise TypeError(f"Value needs an int or a float, got {data!r}")
         self.data = float(data)
         self.grad = 0.0
-        self._prev = set(_parents)
+        self._prev = tuple(dict.fromkeys(_parents))  # each parent once, in order
         self._op = _op
         self.label = label
         self._backward = lambda: None  # a leaf has no parents to pass gradient to

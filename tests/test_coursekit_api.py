@@ -63,6 +63,7 @@ API = {
         "encode",
         "is_right",
         "load_questions",
+        "quiz_id",
         "quiz_variant",
         "student_id",
     ],

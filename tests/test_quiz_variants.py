@@ -260,7 +260,7 @@ def deciding(v, key=None) -> set:
     if v.options:
         found.add(("options", frozenset(text for _, text in v.options)))
     if v.kind == "choice" and key is not None:
-        found.add(("right option", v.options[quiz.kit.LETTERS.index(key)][1]))
+        found.add(("right option", v.options[quiz.quizkit.LETTERS.index(key)][1]))
     if v.listing:
         found.add(("listing", tuple(v.listing)))
     if v.template:

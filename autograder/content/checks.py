@@ -81,7 +81,7 @@ def problems(assignment: str, known_tests: KnownTests, source: Path = SOURCE) ->
                 if gid not in tested:
                     found.append(
                         f"{where}: a graded cell with no hidden test: write one in its "
-                        f"### BEGIN HIDDEN TESTS region (docs/authoring.md), or in {module}"
+                        f"hidden-tests region (docs/authoring.md), or in {module}"
                     )
                 continue
             if gid in tested:

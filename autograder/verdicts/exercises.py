@@ -2,7 +2,7 @@
 
 An exercise is its cells: one or more solution cells (nbgrader ``solution``: the stub the
 student fills), then a test cell (nbgrader ``grade``) whose visible part checks it in the
-kernel and whose hidden region (``### BEGIN HIDDEN TESTS``) is its hidden test. This
+kernel and whose hidden region (between nbgrader's hidden-tests markers) is its hidden test. This
 module reads, from the instructor notebook only (never from a submission):
 
 - each test cell's hidden region, by grade id;

@@ -163,21 +163,21 @@ def _gradekit(run: Run) -> types.ModuleType:
     the course's library checks (hidden/checks.py ``LIBRARY``)."""
     from .hidden import checks
 
-    kit = types.ModuleType(GRADEKIT)
-    kit.__doc__ = "The course's helpers for hidden tests (autograder/verdicts/region.py)."
-    kit.rng = random.Random(run.kernel.rng.getrandbits(64))  # this submission's, this cell's
-    kit.close = close
-    kit.expect_close = expect_close
-    kit.given = run.add_given_args
-    kit.has = functools.partial(_has, run)
-    kit.kind = kind
-    kit.part = functools.partial(_part, run)
-    kit.raises = functools.partial(_raises, run)
+    module = types.ModuleType(GRADEKIT)
+    module.__doc__ = "The course's helpers for hidden tests (autograder/verdicts/region.py)."
+    module.rng = random.Random(run.kernel.rng.getrandbits(64))  # this submission's, this cell's
+    module.close = close
+    module.expect_close = expect_close
+    module.given = run.add_given_args
+    module.has = functools.partial(_has, run)
+    module.kind = kind
+    module.part = functools.partial(_part, run)
+    module.raises = functools.partial(_raises, run)
     context = Context(run)
     for name, check in checks.LIBRARY.items():
-        setattr(kit, name, functools.partial(check, context))
-    kit.__all__ = [*GRADEKIT_API, *checks.LIBRARY]
-    return kit
+        setattr(module, name, functools.partial(check, context))
+    module.__all__ = [*GRADEKIT_API, *checks.LIBRARY]
+    return module
 
 
 def _num(x) -> str:
