@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from helpers import NOTEBOOKS, SOURCE, grade_class, grade_id, notebook_path, read
 
-from autograder.course import assignments
+from autograder.course import assignments, kind
 from autograder.verdicts import api, exercises
 from autograder.verdicts.hidden.sg_gradcheck import BUGGY
 from autograder.verdicts.probe import kernel_code
@@ -127,7 +127,7 @@ def kernel_pieces(assignment: str) -> list[str]:
     """The code a grading kernel of ``assignment`` gets from the course: the engine cell
     grading runs (and the code inside it), what each of its requests attaches, and the
     probe (the parts loaded in that assignment's kernel)."""
-    pieces = [kernel_code(assignment)]
+    pieces = [kernel_code(api.probe_parts(assignment))]
     engine = getattr(api.hidden_module(assignment), "ENGINE", None)
     if engine is not None:
         pieces += codes_in(engine.code)
@@ -325,14 +325,16 @@ def test_a_blank_notebook_finds_no_loss_in_its_grading_kernel(tmp_path):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_the_probe_holds_no_later_set_s_operations(assignment):
     """A problem set's probe operations (the Iris recipe's cross-entropy among them) are
-    loaded only in that set's kernels: the probe of an earlier assignment holds none of a
-    later set's code, in any name."""
-    from autograder.verdicts.probe import PARTS, parts_for
+    loaded only in the kernels whose hidden tests use them: no kernel of an earlier
+    assignment holds a later set's code, in any name."""
+    from autograder.verdicts.probe import SET_PARTS
 
-    loaded = parts_for(assignment)
-    for part in PARTS:
-        if part.startswith("set_") and not assignment.endswith(part.removesuffix(".py")):
-            assert part not in loaded
-    code = kernel_code(assignment)
-    if assignment < "08_set_training":
-        assert "def st_" not in code  # set 08's operations, its cross-entropy among them
+    parts = api.probe_parts(assignment)
+    for part, prefix in SET_PARTS.items():
+        owner = next(a for a in ASSIGNMENTS if a.endswith(part.removesuffix(".py")))
+        if assignment < owner:
+            assert part not in parts
+            assert f"def {prefix}" not in kernel_code(parts)
+    if kind(assignment) == "set":  # its own set's operations, at least
+        own = next(p for p in SET_PARTS if assignment.endswith(p.removesuffix(".py")))
+        assert own in parts

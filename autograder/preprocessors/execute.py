@@ -441,7 +441,9 @@ class GuardedExecute(Execute):
     def _load_probe(self) -> None:
         """Load the probe before any student cell, and take its key (a kernel that gives
         none gets every hidden test's answer refused: it scores 0)."""
-        reply = run_sync(self._async_ask_probe)(kernel_load(self._student, self._assignment), 60)
+        reply = run_sync(self._async_ask_probe)(
+            kernel_load(self._student, verdicts.probe_parts(self._assignment)), 60
+        )
         found = reply.get("replies") or []
         if len(found) == 1 and isinstance(found[0], dict) and set(found[0]) == {"key"}:
             with contextlib.suppress(TypeError, ValueError):

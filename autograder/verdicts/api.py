@@ -22,8 +22,10 @@ import functools
 import hashlib
 import importlib
 import random
+import re
 import secrets
 import textwrap
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -233,6 +235,35 @@ def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
     the assignment's hidden module: only tests whose exercises are given to others)."""
     module = _hidden(assignment)
     return dict(getattr(module, "EXERCISES", {})) if module else {}
+
+
+def probe_parts(assignment: str) -> tuple[str, ...]:
+    """The probe's files a kernel grading ``assignment`` loads: the common ones, and a
+    problem set's part only where the assignment's hidden tests name one of its
+    operations (in their module or the hidden modules it draws on), so that no kernel
+    holds operations it is not graded with (probe.SET_PARTS)."""
+    import inspect
+
+    from .probe import PARTS, SET_PARTS
+
+    module = _hidden(assignment)
+    seen: dict[str, types.ModuleType] = {}
+    frontier = [module] if module is not None else []
+    while frontier:
+        found = frontier.pop()
+        if found.__name__ in seen or not found.__name__.startswith(f"{__package__}.hidden"):
+            continue
+        seen[found.__name__] = found
+        for value in vars(found).values():
+            owner = value if isinstance(value, types.ModuleType) else inspect.getmodule(value)
+            if owner is not None:
+                frontier.append(owner)
+    sources = "".join(inspect.getsource(m) for m in seen.values())
+    return tuple(
+        part
+        for part in PARTS
+        if part not in SET_PARTS or re.search(rf"[\"']{SET_PARTS[part]}\w+[\"']", sources)
+    )
 
 
 def practice_round(assignment: str) -> dict | None:

@@ -38,40 +38,34 @@ from pathlib import Path
 from . import engine, nn, script, set_arrays, set_gradients, set_training  # noqa: F401
 from .runtime import ENTRY, MIME, OPERATIONS, run_isolated
 
-__all__ = ["MIME", "OPERATIONS", "kernel_code", "kernel_load", "kernel_request", "run_isolated"]
+__all__ = [
+    "MIME",
+    "OPERATIONS",
+    "PARTS",
+    "SET_PARTS",
+    "kernel_code",
+    "kernel_load",
+    "kernel_request",
+    "run_isolated",
+]
 
-PARTS = (
-    "runtime.py",
-    "engine.py",
-    "nn.py",
-    "set_gradients.py",
-    "set_training.py",
-    "set_arrays.py",
-    "script.py",
-)
-
-
-def parts_for(assignment: str = "") -> tuple[str, ...]:
-    """The PARTS a kernel grading ``assignment`` loads: a problem set's part
-    (``set_<name>.py``) only in the kernel of that set (``NN_set_<name>``), so that no
-    kernel holds another set's operations, such as the Iris recipe's cross-entropy in the
-    kernel of the set whose exercise it is; every part when the assignment is not said."""
-    if not assignment:
-        return PARTS
-    return tuple(
-        name
-        for name in PARTS
-        if not name.startswith("set_") or assignment.endswith(f"_{name.removesuffix('.py')}")
-    )
+SET_PARTS = {  # a problem set's operations, and the prefix of their names
+    "set_gradients.py": "sg_",
+    "set_training.py": "st_",
+    "set_arrays.py": "sa_",
+}
+PARTS = ("runtime.py", "engine.py", "nn.py", *SET_PARTS, "script.py")
 
 
 @functools.cache
-def kernel_code(assignment: str = "") -> str:
-    """The probe as one piece of code for a kernel grading ``assignment``: the files of
-    ``parts_for(assignment)``, in order, without their imports of each other; it defines
-    ``install()`` and ``serve(request_json)``."""
+def kernel_code(parts: tuple[str, ...] = PARTS) -> str:
+    """The probe as one piece of code for a kernel: the files of ``parts`` (of PARTS, in
+    order), without their imports of each other; it defines ``install()`` and
+    ``serve(request_json)``. A grading kernel loads the problem sets' parts its hidden
+    tests use and no other (``verdicts.api.probe_parts``): none holds another set's
+    operations, such as set 08's cross-entropy in the kernel of set 07."""
     pieces = ["from __future__ import annotations"]
-    for name in parts_for(assignment):
+    for name in [p for p in PARTS if p in parts]:
         source = (Path(__file__).parent / name).read_text()
         lines = source.splitlines()
         drop: set[int] = set()
@@ -85,14 +79,14 @@ def kernel_code(assignment: str = "") -> str:
 STUDENT_ID_ENV = "COURSEKIT_STUDENT_ID"  # quizkit.STUDENT_ID_ENV: whose quiz variant
 
 
-def kernel_load(student: str = "", assignment: str = "") -> str:
+def kernel_load(student: str = "", parts: tuple[str, ...] = PARTS) -> str:
     """The cell a kernel runs once, before any student cell: the probe compiled and run in
     a namespace of its own, with a private copy of the builtins (so none of its names land
     in, or shadow, the student's, and no later change to ``builtins`` reaches it); it binds
     what it uses and publishes its key (runtime.install). With ``student``, the id the
     submission is graded under, it also tells coursekit whose quiz variant to show.
-    ``assignment`` picks the parts (``parts_for``)."""
-    source = f"{kernel_code(assignment)}\ninstall()\n"
+    ``parts``: which of the probe's files (``kernel_code``)."""
+    source = f"{kernel_code(tuple(parts))}\ninstall()\n"
     who = f"__import__('os').environ[{STUDENT_ID_ENV!r}] = {student!r}\n" if student else ""
     return who + (
         f"exec(compile({source!r}, '<autograder probe>', 'exec'), "
