@@ -53,6 +53,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/class_report.py
 	$(PY) benchmarks/grading_profile.py
 	$(PY) benchmarks/class_scale.py
+	$(PY) benchmarks/hidden_regions.py
 
 lint: setup-test
 	$(PY) -m ruff check .
