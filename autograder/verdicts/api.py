@@ -237,6 +237,7 @@ def exercise_targets(assignment: str) -> dict[str, tuple[str, ...]]:
     return dict(getattr(module, "EXERCISES", {})) if module else {}
 
 
+@functools.cache
 def probe_parts(assignment: str) -> tuple[str, ...]:
     """The probe's files a kernel grading ``assignment`` loads: the common ones, and a
     problem set's part only where the assignment's hidden tests name one of its
