@@ -27,6 +27,7 @@ wording, option set, statement, listing or numbers of any student's graded varia
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -57,7 +58,20 @@ class Key:
 
 
 def questions_of(assignment: str):
-    """The quiz's questions.py, from the course's source folder."""
+    """The quiz's questions.py, from the course's source folder: loaded once per version
+    of the file (its size and time), as grading and the tests ask for it thousands of
+    times."""
+    path = COURSE / "source" / assignment / "questions.py"
+    try:
+        stat = path.stat()
+        version = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = None
+    return _questions(assignment, version)
+
+
+@functools.lru_cache(maxsize=64)
+def _questions(assignment: str, version):
     return quizkit.load_questions(assignment, folder=COURSE / "source" / assignment)
 
 
