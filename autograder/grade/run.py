@@ -50,6 +50,7 @@ from ..kernel import bounds  # noqa: E402
 from ..kernel import limits as oslimits  # noqa: E402
 from ..kernel.sandbox import check_for_grading  # noqa: E402
 from ..messages import Job, Result, write_files  # noqa: E402
+from ..record import GradingRecord  # noqa: E402
 from ..schedule import Schedule  # noqa: E402
 from ..worker.material import Material, material_files, pack, shared_files  # noqa: E402
 from ..worker.submission import submitted_files  # noqa: E402
@@ -193,26 +194,26 @@ class ClassGrading:
                 sub.assignment,
                 autograded if graded else None,
                 notes,
-                {
-                    "student": sub.student,
-                    "assignment": sub.assignment,
-                    "submission_digest": task.digest,
-                    "grader_digest": task.grader,
-                    "score": totals.score,
-                    "max_score": totals.max_score,
-                    "auto_score": totals.auto_score,
-                    "problem": problem,
-                    "note": line,
-                    "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
-                    "cells": totals.cells,
-                    "runs": result.runs,
-                    "seconds": seconds,
-                    "late_seconds": totals.late_seconds,
-                    "seed": task.seed,
-                    "isolation": result.isolation,
-                    "review": review,
-                    "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                },
+                GradingRecord(
+                    student=sub.student,
+                    assignment=sub.assignment,
+                    submission_digest=task.digest,
+                    grader_digest=task.grader,
+                    score=totals.score,
+                    max_score=totals.max_score,
+                    auto_score=totals.auto_score,
+                    problem=problem,
+                    note=line,
+                    notes={k: [t for t, _ in v] for k, v in notes.items() if v},
+                    cells=totals.cells,
+                    runs=result.runs,
+                    seconds=seconds,
+                    late_seconds=totals.late_seconds,
+                    seed=task.seed,
+                    isolation=result.isolation,
+                    review=review,
+                    graded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
             )
         self._outcome(
             Outcome(
@@ -349,12 +350,7 @@ def _grade(
     for sub in subs:
         digest = folder_digest(sub.folder)
         rec = course.read_record(sub.student, sub.assignment)
-        current = (
-            rec is not None
-            and rec.get("submission_digest") == digest
-            and rec.get("grader_digest") == graders[sub.assignment]
-            and not force
-        )
+        current = rec is not None and rec.current(digest, graders[sub.assignment]) and not force
         candidates.append((sub, digest, rec if current else None))
     display = Display(0, stream, enabled=progress)
     grading = ClassGrading(course, limits, work, display, schedule)
@@ -380,20 +376,18 @@ def _grade(
         tasks, unchanged = [], []
         in_book = {a: auto_scores(course, a) for a in used}
         for sub, digest, rec in candidates:
-            if rec is not None and in_book[sub.assignment].get(sub.student) == rec.get(
-                "auto_score"
-            ):
+            if rec is not None and in_book[sub.assignment].get(sub.student) == rec.auto_score:
                 unchanged.append(
                     Outcome(
                         sub.student,
                         sub.assignment,
-                        rec["score"],
-                        rec["max_score"],
-                        rec.get("problem", False),
-                        rec.get("note", ""),
-                        rec.get("seconds", 0),
+                        rec.score,
+                        rec.max_score,
+                        rec.problem,
+                        rec.note,
+                        rec.seconds or 0,
                         "unchanged",
-                        rec.get("late_seconds", 0),
+                        rec.late_seconds,
                     )
                 )
             else:
