@@ -2,7 +2,8 @@
 
 A submission is graded again only when ``folder_digest`` of what was submitted or
 ``grader_digest`` of the assignment's grading material differs from its record
-(``autograded/<student>/<assignment>/.autograder.json``). ``install`` swaps a new
+(``autograded/<student>/<assignment>/.autograder.json``, a ``record.GradingRecord``:
+an incomplete record is never current). ``install`` swaps a new
 autograded folder and its record in at once; ``clean_leftovers`` removes what a killed
 run left half-installed.
 """
