@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 import shutil
 import sys
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GraderError
+from .record import GradingRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
@@ -211,11 +211,9 @@ class Course:
     def record_path(self, student: str, assignment: str) -> Path:
         return self.autograded / student / assignment / RECORD
 
-    def read_record(self, student: str, assignment: str) -> dict | None:
-        try:
-            return json.loads(self.record_path(student, assignment).read_text())
-        except (OSError, ValueError):
-            return None
+    def read_record(self, student: str, assignment: str) -> GradingRecord | None:
+        """The grader's record of a submission, checked (None: none, or not a record)."""
+        return GradingRecord.read(self.record_path(student, assignment))
 
 
 def open_course(root: Path | str | None = None, db_url: str | None = None) -> Course:

@@ -214,6 +214,8 @@ def _template(assignment: str, notebook: str) -> dict:
 
 
 def _write_submission(course, s, a, templates, outcome, most, late_seconds, stamp, rng) -> None:
+    from autograder.record import GradingRecord
+
     folder = course.autograded / s / a
     folder.mkdir(parents=True, exist_ok=True)
     total = 0.0
@@ -239,25 +241,29 @@ def _write_submission(course, s, a, templates, outcome, most, late_seconds, stam
         cells[f"{nb}/{gid}"] = score
         total += score
     problem = rng.random() < 0.02
-    record = {
-        "student": s,
-        "assignment": a,
-        "score": total,
-        "max_score": most,
-        "auto_score": total,
-        "problem": problem,
-        "note": "cell 7 (`while True: …`) was stopped after the 60 s per-cell limit"
+    record = GradingRecord(
+        student=s,
+        assignment=a,
+        submission_digest="synthetic",
+        grader_digest="synthetic",
+        score=total,
+        max_score=most,
+        auto_score=total,
+        problem=problem,
+        note="cell 7 (`while True: …`) was stopped after the 60 s per-cell limit"
         if problem
         else "",
-        "cells": cells,
-        "runs": 1,
-        "seconds": round(math.exp(rng.gauss(1.0, 0.35)) + (60 if problem else 0), 2),
-        "late_seconds": late_seconds,
-        "isolation": "bubblewrap",
-        "review": ["uses IPython input transformers"] if rng.random() < 0.01 else [],
-        "graded_at": (stamp + timedelta(hours=2)).isoformat(),
-    }
-    (folder / ".autograder.json").write_text(json.dumps(record, indent=1))
+        notes={},
+        cells=cells,
+        runs=1,
+        seconds=round(math.exp(rng.gauss(1.0, 0.35)) + (60 if problem else 0), 2),
+        late_seconds=late_seconds,
+        seed=0,
+        isolation="bubblewrap",
+        review=["uses IPython input transformers"] if rng.random() < 0.01 else [],
+        graded_at=(stamp + timedelta(hours=2)).isoformat(),
+    )
+    (folder / ".autograder.json").write_text(record.to_json())
     sub = course.submitted / s / a
     sub.mkdir(parents=True, exist_ok=True)
     (sub / "timestamp.txt").write_text(stamp.strftime("%Y-%m-%d %H:%M:%S UTC"))

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from helpers import SOURCE, ScratchCourse, notebook_path
 
+from autograder.record import GradingRecord
 from autograder.schedule import LatePolicy, Schedule, late_penalty
 from autograder.watch import inbound, tree
 from autograder.watch.history import History
@@ -208,7 +209,7 @@ def test_the_claim_is_shown_on_the_page_and_in_the_record(course):
     page = (course / "feedback" / "ada" / A / NOTEBOOK.replace(".ipynb", ".html")).read_text()
     assert "by the grader's clock" in page
     assert entry.claimed[:10] in page and entry.submitted[:10] in page
-    record = {"score": 1.0, "review": ["imports torch"]}
+    record = GradingRecord(score=1.0, review=["imports torch"])
     w.course.record_path("ada", A).parent.mkdir(parents=True)
     w._flag_record("ada", A, record, entry.review)
     kept = json.loads(w.course.record_path("ada", A).read_text())["review"]

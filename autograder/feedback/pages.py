@@ -41,6 +41,7 @@ from .. import markers
 from ..course import NOTEBOOKS, RECORD, ROOT, SOLUTIONS, SOURCE, open_course
 from ..errors import ExitCode
 from ..intake.discovery import GLOB_CHARS
+from ..record import GradingRecord
 from .inert import STAMP, is_stamp
 from .late import late_section, with_late_section
 from .sanitize import blank_paths_through, strip_tags
@@ -364,7 +365,7 @@ class LeakError(RuntimeError):
 def finish_folder(course, student: str, assignment: str) -> list[Path]:
     """Keep only the HTML pages, add pages for notebooks that could not be graded, and
     check what the grader controls in every page (``check_page``)."""
-    record = course.read_record(student, assignment) or {}
+    record = course.read_record(student, assignment) or GradingRecord()
     folder = course.feedback / student / assignment
     folder.mkdir(parents=True, exist_ok=True)
     for path in sorted(folder.rglob("*"), reverse=True):
@@ -377,7 +378,7 @@ def finish_folder(course, student: str, assignment: str) -> list[Path]:
     expected = [p.stem for p in (course.source / assignment).glob("*.ipynb")]
     for name in expected:
         if name not in graded:
-            notes = record.get("notes", {}).get(name, []) + record.get("notes", {}).get("", [])
+            notes = [*record.notes.get(name, []), *record.notes.get("", [])]
             write_note_page(folder / f"{name}.html", student, assignment, name, record, notes)
     pages = sorted(folder.glob("*.html"))
     for page in pages:
@@ -458,9 +459,11 @@ def _test_cells(path: Path) -> int:
     )
 
 
-def write_note_page(path: Path, student, assignment, name, record, notes) -> None:
+def write_note_page(
+    path: Path, student, assignment, name, record: GradingRecord, notes: list[str]
+) -> None:
     esc = html.escape
-    score = f"{record.get('score', 0):g} / {record.get('max_score', 0):g}"
+    score = f"{record.score:g} / {record.max_score:g}"
     items = "".join(f"<li>{esc(n.replace('`', ''))}</li>" for n in notes) or (
         "<li>this notebook could not be graded</li>"
     )

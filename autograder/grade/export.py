@@ -93,6 +93,7 @@ def export(
     from nbgrader.api import Gradebook, MissingEntry
 
     from ..course import open_course
+    from ..record import GradingRecord
     from ..schedule import Schedule, late_penalty
     from .notes import with_lateness
 
@@ -129,7 +130,7 @@ def export(
                         ]
                     )
                     continue
-                record = course.read_record(student, a) or {}
+                record = course.read_record(student, a) or GradingRecord()
                 late = schedule.submission_lateness(sub).seconds
                 penalty, _ = late_penalty(sub.score, sub.max_score, late, policy)
                 grades.append(
@@ -140,10 +141,10 @@ def export(
                         _num(sub.max_score),
                         "yes",
                         _num(late),
-                        "yes" if record.get("problem") else "no",
-                        with_lateness(record.get("note", ""), late),
-                        record.get("isolation") or "",
-                        "; ".join(record.get("review") or []),
+                        "yes" if record.problem else "no",
+                        with_lateness(record.note, late),
+                        record.isolation or "",
+                        "; ".join(record.review),
                         _num(penalty),
                         _num(max(0.0, float(sub.score or 0) - penalty)),
                     ]

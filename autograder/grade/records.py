@@ -2,7 +2,8 @@
 
 A submission is graded again only when ``folder_digest`` of what was submitted or
 ``grader_digest`` of the assignment's grading material differs from its record
-(``autograded/<student>/<assignment>/.autograder.json``). ``install`` swaps a new
+(``autograded/<student>/<assignment>/.autograder.json``, a ``record.GradingRecord``:
+an incomplete record is never current). ``install`` swaps a new
 autograded folder and its record in at once; ``clean_leftovers`` removes what a killed
 run left half-installed.
 """
@@ -10,13 +11,13 @@ run left half-installed.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
 from pathlib import Path
 
 from ..course import RECORD, SOURCE, Course
+from ..record import GradingRecord
 from .notes import Notes
 
 GRADER_VERSION = "1"  # bump to grade every submission again
@@ -44,7 +45,7 @@ def install(
     assignment: str,
     autograded: Path | None,
     notes: Notes,
-    record: dict,
+    record: GradingRecord,
 ) -> None:
     """Swap the new autograded folder (with a note cell on top of notebooks that have
     notes, and the record) in place of the old one."""
@@ -72,7 +73,7 @@ def install(
         path.unlink()
         nbformat.write(nb, path)
         os.chmod(path, mode & 0o777)
-    (staging / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    (staging / RECORD).write_text(record.to_json(), encoding="utf-8")
     dest = parent / assignment
     old = parent / f".{assignment}.old-{tag}"
     if dest.exists():

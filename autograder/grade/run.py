@@ -36,8 +36,10 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 # jsonschema (under nbformat) imports rfc3987_syntax when present, which builds a parser
 # for seconds at every start. The IRI format check it provides is never used by nbformat.
@@ -50,6 +52,7 @@ from ..kernel import bounds  # noqa: E402
 from ..kernel import limits as oslimits  # noqa: E402
 from ..kernel.sandbox import check_for_grading  # noqa: E402
 from ..messages import Job, Result, write_files  # noqa: E402
+from ..record import GradingRecord  # noqa: E402
 from ..schedule import Schedule  # noqa: E402
 from ..worker.material import Material, material_files, pack, shared_files  # noqa: E402
 from ..worker.submission import submitted_files  # noqa: E402
@@ -193,26 +196,26 @@ class ClassGrading:
                 sub.assignment,
                 autograded if graded else None,
                 notes,
-                {
-                    "student": sub.student,
-                    "assignment": sub.assignment,
-                    "submission_digest": task.digest,
-                    "grader_digest": task.grader,
-                    "score": totals.score,
-                    "max_score": totals.max_score,
-                    "auto_score": totals.auto_score,
-                    "problem": problem,
-                    "note": line,
-                    "notes": {k: [t for t, _ in v] for k, v in notes.items() if v},
-                    "cells": totals.cells,
-                    "runs": result.runs,
-                    "seconds": seconds,
-                    "late_seconds": totals.late_seconds,
-                    "seed": task.seed,
-                    "isolation": result.isolation,
-                    "review": review,
-                    "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                },
+                GradingRecord(
+                    student=sub.student,
+                    assignment=sub.assignment,
+                    submission_digest=task.digest,
+                    grader_digest=task.grader,
+                    score=totals.score,
+                    max_score=totals.max_score,
+                    auto_score=totals.auto_score,
+                    problem=problem,
+                    note=line,
+                    notes={k: [t for t, _ in v] for k, v in notes.items() if v},
+                    cells=totals.cells,
+                    runs=result.runs,
+                    seconds=seconds,
+                    late_seconds=totals.late_seconds,
+                    seed=task.seed,
+                    isolation=result.isolation,
+                    review=review,
+                    graded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
             )
         self._outcome(
             Outcome(
@@ -308,59 +311,62 @@ def grade(
         work = Path(tempfile.mkdtemp(prefix=f"autograder-{os.getpid()}-"))
         try:
             return _grade(
-                course,
-                subs,
-                problems,
-                limits,
-                jobs,
-                force,
-                work,
-                stream,
-                progress,
-                started,
-                subreaper,
-                scheduler,
-                schedule,
+                GradeRun(
+                    course=course,
+                    subs=subs,
+                    problems=problems,
+                    limits=limits,
+                    jobs=jobs,
+                    force=force,
+                    work=work,
+                    stream=stream,
+                    progress=progress,
+                    started=started,
+                    subreaper=subreaper,
+                    scheduler=scheduler,
+                    schedule=schedule,
+                )
             )
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _grade(
-    course: Course,
-    subs: list[Submission],
-    problems: list[str],
-    limits: oslimits.Limits,
-    jobs: int,
-    force: bool,
-    work: Path,
-    stream,
-    progress: bool,
-    started: float,
-    subreaper: bool,
-    scheduler,
-    schedule: Schedule,
-) -> GradeReport:
+@dataclass(frozen=True)
+class GradeRun:
+    """One ``grade`` run: what it grades and how (``grade``'s arguments, settled)."""
+
+    course: Course
+    subs: list[Submission]  # the submissions selected, pending or not
+    problems: list[str]  # what discovery would not grade, for the report
+    limits: oslimits.Limits
+    jobs: int  # workers of a local cluster, at most
+    force: bool  # grade again what the records say is current
+    work: Path  # the run's scratch folder
+    stream: Any  # where its lines go
+    progress: bool  # show the progress display
+    started: float  # time.monotonic() when the run started
+    subreaper: bool  # adopt and kill the orphans of killed workers
+    scheduler: Any  # the Dask cluster to grade on (cluster.Cluster), None: a local one
+    schedule: Schedule
+
+
+def _grade(run: GradeRun) -> GradeReport:
+    course, subs, limits, jobs = run.course, run.subs, run.limits, run.jobs
     cache_alembic_version()
     used = sorted({s.assignment for s in subs})
-    sync_schedule(course, schedule, used)  # due dates and extensions, graded again or not
+    sync_schedule(course, run.schedule, used)  # due dates and extensions, graded again or not
     graders = {a: grader_digest(a, course.source) for a in used}
     candidates = []  # (submission, digest, its record if that is current)
     for sub in subs:
         digest = folder_digest(sub.folder)
         rec = course.read_record(sub.student, sub.assignment)
-        current = (
-            rec is not None
-            and rec.get("submission_digest") == digest
-            and rec.get("grader_digest") == graders[sub.assignment]
-            and not force
-        )
+        current = rec is not None and rec.current(digest, graders[sub.assignment]) and not run.force
         candidates.append((sub, digest, rec if current else None))
-    display = Display(0, stream, enabled=progress)
-    grading = ClassGrading(course, limits, work, display, schedule)
+    display = Display(0, run.stream, enabled=run.progress)
+    grading = ClassGrading(course, limits, run.work, display, run.schedule)
     token = run_token()
     pending = sum(1 for _, _, rec in candidates if rec is None)
-    cluster = Cluster(scheduler, min(jobs, max(1, pending)), work, token)
+    cluster = Cluster(run.scheduler, min(jobs, max(1, pending)), run.work, token)
     dispatcher = Dispatcher(
         cluster,
         limits,
@@ -370,7 +376,7 @@ def _grade(
         grading.material_for,
         f"autograder-progress-{token}",
     )
-    if subreaper:  # orphans of a killed worker become ours, to be found and killed
+    if run.subreaper:  # orphans of a killed worker become ours, to be found and killed
         oslimits.become_subreaper()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -380,20 +386,18 @@ def _grade(
         tasks, unchanged = [], []
         in_book = {a: auto_scores(course, a) for a in used}
         for sub, digest, rec in candidates:
-            if rec is not None and in_book[sub.assignment].get(sub.student) == rec.get(
-                "auto_score"
-            ):
+            if rec is not None and in_book[sub.assignment].get(sub.student) == rec.auto_score:
                 unchanged.append(
                     Outcome(
                         sub.student,
                         sub.assignment,
-                        rec["score"],
-                        rec["max_score"],
-                        rec.get("problem", False),
-                        rec.get("note", ""),
-                        rec.get("seconds", 0),
+                        rec.score,
+                        rec.max_score,
+                        rec.problem,
+                        rec.note,
+                        rec.seconds or 0,
                         "unchanged",
-                        rec.get("late_seconds", 0),
+                        rec.late_seconds,
                     )
                 )
             else:
@@ -407,7 +411,7 @@ def _grade(
                 f"grading {len(tasks)} submission(s) {cluster.describe()} "
                 f"({limits.describe()}); "
                 f"{len(unchanged)} unchanged",
-                file=stream,
+                file=run.stream,
                 flush=True,
             )
             dispatcher.run(tasks)
@@ -415,7 +419,7 @@ def _grade(
         signal.signal(signal.SIGTERM, previous)
         dispatcher.close()
         cluster.close()
-        if subreaper:
+        if run.subreaper:
             oslimits.reap_orphans()
         display.close()
     changed = [a for a in used if grader_digest(a, course.source) != graders[a]]
@@ -426,11 +430,11 @@ def _grade(
         )
     return GradeReport(
         grading.outcomes + unchanged,
-        problems,
+        run.problems,
         grading.failures,
         len(grading.outcomes),
         len(unchanged),
-        time.monotonic() - started,
+        time.monotonic() - run.started,
     )
 
 

@@ -3,8 +3,8 @@
 - nbgrader's gradebook (two queries, whatever the class's size): the students, each
   assignment's due date and points, each submission's score, time stamp and extension,
   and each graded cell's score (manual grades from formgrader included);
-- the grader's records (``course.read_record``): grading time (``seconds``), the note,
-  whether it was a problem, the flags for review;
+- the grader's records (``course.read_record``, checked by ``record.GradingRecord``):
+  grading time (``seconds``), the note, whether it was a problem, the flags for review;
 - the autograded notebooks: each test cell's verdict (``metadata.autograder.verdict``),
   for the slips the hidden tests diagnosed;
 - ``submitted/``: submissions collected but not graded yet.
@@ -282,26 +282,18 @@ def _pending(course: Course) -> set[tuple[str, str]]:
 
 
 def _add_record(course: Course, sub: Submission, problems: list[str]) -> None:
-    """The grader's record's grading time, note, problem and flags, each checked."""
+    """The grader's record's grading time, note, problem and flags (checked by
+    ``GradingRecord``: a wrong field is its default), the texts cut for the page."""
     record = course.read_record(sub.student, sub.assignment)
-    path = course.record_path(sub.student, sub.assignment)
     if record is None:
+        path = course.record_path(sub.student, sub.assignment)
         if path.exists():
             problems.append(f"{_rel(path, course.root)}: the grader's record cannot be read")
         return
-    if not isinstance(record, dict):
-        problems.append(f"{_rel(path, course.root)}: the grader's record is not an object")
-        return
-    seconds = record.get("seconds")
-    if _is_number(seconds) and seconds >= 0:
-        sub.seconds = float(seconds)
-    note = record.get("note")
-    if isinstance(note, str):
-        sub.note = note[:MAX_NOTE]
-    sub.problem = record.get("problem") is True
-    review = record.get("review")
-    if isinstance(review, list):
-        sub.review = [r[:MAX_NOTE] for r in review if isinstance(r, str)]
+    sub.seconds = record.seconds
+    sub.note = record.note[:MAX_NOTE]
+    sub.problem = record.problem
+    sub.review = [r[:MAX_NOTE] for r in record.review]
 
 
 def _is_number(x) -> bool:

@@ -34,13 +34,12 @@ keeps it). A cycle that fails is logged and the next one tries again.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from ..course import Course, open_course
 from ..errors import ExitCode, GraderError
 from ..intake.discovery import folder_digest
 from ..kernel import limits as oslimits
+from ..record import GradingRecord
 from ..schedule import Schedule
 from . import early, inbound
 from .history import Entry, History, claim_html, known_keys, refuse, refused_marks
@@ -247,9 +247,9 @@ class Watcher:
         dest = self.course.submitted / student / assignment
         kept = self.folder / entry.kept
         when = entry.when()
-        record = self.course.read_record(student, assignment) or {}
+        record = self.course.read_record(student, assignment)
         staged = dest.is_dir() and folder_digest(dest) == _staged_digest(kept, when)
-        done = record.get("submission_digest") == folder_digest(dest) if staged else False
+        done = staged and record is not None and record.current(folder_digest(dest))
         if entry.status == "graded" and done:
             self.pending.discard((student, assignment))
             return None
@@ -291,16 +291,16 @@ class Watcher:
                 continue
             record = self.course.read_record(student, assignment)
             dest = self.course.submitted / student / assignment
-            if not record or record.get("submission_digest") != folder_digest(dest):
+            if record is None or not record.current(folder_digest(dest)):
                 self._not_recorded(student, assignment)  # still received: tried again
                 continue
             history = History(self.folder, student, assignment)
             mine = history.find(entry.key)
             mine.status = "graded"
-            mine.score, mine.max_score = record.get("score"), record.get("max_score")
-            mine.note = record.get("note", "")
-            mine.seconds = record.get("seconds")
-            mine.cells = _cells(record)
+            mine.score, mine.max_score = record.score, record.max_score
+            mine.note = record.note
+            mine.seconds = record.seconds
+            mine.cells = {k: v for k, v in record.cells.items() if v is not None}
             if mine.review:
                 self._flag_record(student, assignment, record, mine.review)
             counting = history.counting(self.settings.policy)
@@ -325,15 +325,13 @@ class Watcher:
             )
         self.log(f"cycle done in {time.monotonic() - started:.1f} s")
 
-    def _flag_record(self, student: str, assignment: str, record: dict, flag: str) -> None:
+    def _flag_record(self, student: str, assignment: str, record: GradingRecord, flag: str) -> None:
         """The claim's flag in the grader's record (``review``: grades.csv, the report)."""
-        review = list(record.get("review") or [])
         line = f"submission time: {flag}"
-        if line in review:
+        if line in record.review:
             return
-        record["review"] = [*review, line]
-        path = self.course.record_path(student, assignment)
-        _write(path, json.dumps(record, indent=1, ensure_ascii=False))
+        flagged = replace(record, review=[*record.review, line])
+        _write(self.course.record_path(student, assignment), flagged.to_json())
 
     def _not_recorded(self, student: str, assignment: str) -> None:
         """A submission whose grade was not recorded is tried in the next cycles, up to
@@ -495,18 +493,6 @@ def _staged_digest(kept: Path, when: datetime | None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         inbound.stage(kept, Path(tmp) / "s", Path(tmp) / "scratch", when)
         return folder_digest(Path(tmp) / "s")
-
-
-def _cells(record: dict) -> dict[str, float]:
-    """{notebook/grade id: points} of a grader's record."""
-    cells = record.get("cells")
-    if not isinstance(cells, dict):
-        return {}
-    return {
-        str(k): float(v)
-        for k, v in cells.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
 
 
 def watch(
