@@ -19,3 +19,6 @@ def keep_recursion_limit():
     limit = sys.getrecursionlimit()
     yield
     sys.setrecursionlimit(limit)
+
+
+from lanes import no_kernels, pytest_addoption  # noqa: E402, F401 (make quick's rule)
