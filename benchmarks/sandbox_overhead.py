@@ -16,24 +16,19 @@ Not a test.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import common
+import nbformat
+from jupyter_client.manager import AsyncKernelManager
 
-import nbformat  # noqa: E402
-from jupyter_client.manager import AsyncKernelManager  # noqa: E402
-
-from autograder.course import SOLUTIONS  # noqa: E402
-from autograder.kernel.bwrap import matplotlib_cache  # noqa: E402
-from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status  # noqa: E402
+from autograder.course import SOLUTIONS
+from autograder.kernel.bwrap import matplotlib_cache
+from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status
 
 MANAGERS = {"none": AsyncKernelManager, "bubblewrap": SandboxedKernelManager}
 ARGS = ["--HistoryManager.hist_file=:memory:"]
@@ -76,7 +71,7 @@ def run_once(nb, folder: Path, manager: type, timeout: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=int, default=120)
     args = parser.parse_args()
@@ -89,7 +84,13 @@ def main() -> None:
         os.environ.setdefault(name, "1")  # as grade's workers set them
     matplotlib_cache()  # made once per machine and environment, not per run
 
-    work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    with common.scratch("sandbox-bench-") as work:
+        notebooks, times = measure(work, args.rounds, args.timeout)
+    report(notebooks, times, args.rounds)
+
+
+def measure(work: Path, rounds: int, timeout: int):
+    """The solutions' (name, path, folder) and their seconds by (label, manager)."""
     notebooks = []
     for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
         folder = work / path.parent.name
@@ -97,26 +98,22 @@ def main() -> None:
         notebooks.append((path.parent.name, path, folder))
     empty = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass")])
     times: dict[tuple[str, str], list[float]] = {}
-    quiet = os.dup(2)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the kernels' start-up chatter
-    try:
+    with common.quiet_stderr():  # the kernels' start-up chatter
         for name in MANAGERS:  # warm-up: imports, disk cache
-            run_once(nbformat.from_dict(empty), work, MANAGERS[name], args.timeout)
-        for r in range(args.rounds):
-            order = list(MANAGERS) if r % 2 == 0 else list(reversed(MANAGERS))
+            run_once(nbformat.from_dict(empty), work, MANAGERS[name], timeout)
+        for r in range(rounds):
             for label, path, folder in [("(kernel start)", None, work), *notebooks]:
-                for name in order:
+                for name in common.alternate(list(MANAGERS), r):
                     nb = nbformat.from_dict(empty) if path is None else cleared(path)
-                    seconds = run_once(nb, folder, MANAGERS[name], args.timeout)
+                    seconds = run_once(nb, folder, MANAGERS[name], timeout)
                     times.setdefault((label, name), []).append(seconds)
-    finally:
-        os.dup2(quiet, 2)
-        shutil.rmtree(work, ignore_errors=True)
+    return notebooks, times
 
-    load = os.getloadavg()
+
+def report(notebooks: list, times: dict, rounds: int) -> None:
     print(
-        f"{len(notebooks)} notebooks x {args.rounds} rounds, interleaved; load average "
-        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; median seconds per run"
+        f"{len(notebooks)} notebooks x {rounds} rounds, interleaved; load average "
+        f"{common.load_average(3, 2)}; median seconds per run"
     )
     print(f"{'':24} {'none':>8} {'bubblewrap':>11} {'ratio':>7}")
     totals = {name: 0.0 for name in MANAGERS}
