@@ -7,7 +7,12 @@ Each of the course's solutions (solutions/<assignment>/*.ipynb, outputs cleared)
 with nbclient from a fresh kernel to its shutdown, as the grader runs it, once with
 jupyter_client's kernel manager ("none") and once with ``SandboxedKernelManager``
 ("bubblewrap"), interleaved (the order alternates by round) so both see the same machine
-load. Same kernel arguments and environment for both, so only the sandbox differs. Also
+load. Same kernel arguments and environment for both, so only the sandbox differs. The
+cells run are those grading runs (``GuardedExecute``): the cell tagged ``engine`` runs
+the course's engine in its place (``verdicts.engine_code``), not ``engine("mine", ...)``,
+which reads the earlier lessons' notebooks from the folders beside this one (the sandbox
+shows the kernel its own folder only), and cells tagged demo or practice are left out
+(a quiz's practice round needs its notebook beside the kernel). Also
 timed: starting a kernel, getting its first reply and shutting it down (an empty
 notebook). Printed per notebook and in total, with the ratio (target <= 1.15x). The machine
 may be shared: the load average is printed; only ratios from the same run mean anything.
@@ -29,16 +34,34 @@ from jupyter_client.manager import AsyncKernelManager
 from autograder.course import SOLUTIONS
 from autograder.kernel.bwrap import matplotlib_cache
 from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status
+from autograder.preprocessors.execute import ENGINE_TAG, GuardedExecute
+from autograder.verdicts.api import engine_code
 
 MANAGERS = {"none": AsyncKernelManager, "bubblewrap": SandboxedKernelManager}
 ARGS = ["--HistoryManager.hist_file=:memory:"]
+SKIP_TAGS = GuardedExecute().skip_tags  # cells grading does not run: demo, practice
 
 
 def cleared(path: Path) -> nbformat.NotebookNode:
+    """The solution's code cells that grading runs, outputs cleared, as GuardedExecute
+    runs them: the course's engine in place of the cell tagged ``engine``
+    (``engine("mine", ...)`` needs the earlier lessons' folders, which neither grading nor
+    the sandbox has), and no demonstration or practice cell."""
     nb = nbformat.read(path, as_version=4)
+    engine = engine_code(path.parent.name)
+    kept = []
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+        if cell.cell_type != "code":
+            continue
+        md, tags = cell.metadata.get("nbgrader", {}), cell.metadata.get("tags", [])
+        graded = md.get("solution") or md.get("grade")
+        if not graded and any(t in tags for t in SKIP_TAGS):
+            continue
+        if engine and not graded and ENGINE_TAG in tags:
+            cell.source = engine
+        cell.outputs, cell.execution_count = [], None
+        kept.append(cell)
+    nb.cells = kept
     return nb
 
 
