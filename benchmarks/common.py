@@ -10,7 +10,7 @@ it imports this module as ``common``; importing it puts the repository's root on
               nbgrader runs ``alembic`` from PATH), ``run_timed`` (a command's seconds);
   courses     ``scratch`` (a temporary folder, removed unless kept), ``copy_course``
               (this checkout's grader and source), ``old_course`` (an older commit's
-              grader with this checkout's source), ``git_archive``, ``write_class`` (a
+              grader and kit with this checkout's assignments), ``git_archive``, ``write_class`` (a
               class of synthetic submissions), ``quiet_stderr``;
   repeats     ``alternate`` (peers in turn, so that both see the same machine load),
               ``load_average``;
@@ -106,11 +106,61 @@ def git_archive(dest: Path, commit: str, paths: Sequence[str]) -> Path:
 
 
 def old_course(dest: Path, commit: str) -> Path:
-    """The course with the grader of ``commit`` (its autograder/ and nbgrader_config.py)
-    and this checkout's source/."""
-    git_archive(dest, commit, ["autograder", "nbgrader_config.py"])
-    shutil.copytree(ROOT / "source", dest / "source", ignore=SKIP)
+    """The course with the grader of ``commit`` and this checkout's assignments: the
+    commit's autograder/, nbgrader_config.py and kit (its source/.shared/: the grader
+    loads coursekit.py from there, and its hidden tests use the kit's insides), placed in
+    every assignment folder as that commit placed it (``place_kit``); this checkout's
+    assignment folders (notebooks, data) without today's kit files."""
+    git_archive(dest, commit, ["autograder", "nbgrader_config.py", "source/.shared"])
+    source = ROOT / "source"
+    today = {p.name for p in (source / ".shared").iterdir()}
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        mine = [".shared"] if here == source else today if here.parent == source else ()
+        return [n for n in names if n in mine] + list(SKIP(folder, names))
+
+    shutil.copytree(source, dest / "source", ignore=ignore, dirs_exist_ok=True)
+    place_kit(dest, commit)
     return dest
+
+
+PLACE = """
+try:
+    from autograder.course import place_coursekit
+except ImportError:
+    raise SystemExit(3)
+place_coursekit()
+"""
+
+
+def place_kit(course: Path, commit: str) -> None:
+    """The kit of ``course`` (an ``old_course`` of ``commit``) in each assignment folder:
+    by the commit's own ``place_coursekit``, or, before there was one, as links to
+    source/.shared/ named like those its assignment folders held in git."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PLACE], cwd=course, env=venv_env(), capture_output=True, text=True
+    )
+    if proc.returncode == 0:
+        return
+    if proc.returncode != 3:
+        raise RuntimeError(f"place_coursekit of {commit} failed:\n{proc.stderr[-2000:]}")
+    tree = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "-r", commit, "--", "source"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    linked = {
+        Path(path).name
+        for line in tree.splitlines()
+        for meta, path in [line.split("\t", 1)]
+        if meta.startswith("120000 ") and not Path(path).parent.name.startswith(".")
+    }
+    for folder in (course / "source").iterdir():
+        if folder.is_dir() and not folder.name.startswith("."):
+            for name in sorted(linked):
+                (folder / name).symlink_to(Path("..") / ".shared" / name)
 
 
 KINDS = ("honest", "bug", "half", "blank")
