@@ -4,6 +4,7 @@ benchmarks/common.py or of what a script imports breaks here, not in a 30-minute
 benchmarks/README.md. No kernel is started, nothing is measured."""
 
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,61 @@ def test_every_script_is_in_make_bench_and_the_readme():
     assert not missing_make, f"not in the Makefile's bench target: {missing_make}"
     assert not missing_readme, f"no row in benchmarks/README.md's table: {missing_readme}"
     assert f"benchmarks/{COMMON}.py" not in recipe, "common.py is not a benchmark"
+
+
+def benchmark(name: str, monkeypatch):
+    """benchmarks/<name>.py imported as its script finds its imports."""
+    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])
+    for module in [COMMON, *SCRIPTS]:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    return importlib.import_module(name)
+
+
+def git_show(commit: str, path: str) -> bytes | None:
+    proc = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+@pytest.mark.parametrize(
+    ("name", "attribute"), [("class_scale", "BASELINE"), ("grading_dask", "BEFORE_DASK")]
+)
+def test_old_course_has_its_own_kit(name, attribute, monkeypatch, tmp_path):
+    """The old grader a benchmark compares with runs with its own commit's kit (its hidden
+    tests use the kit's insides: today's coursekit.py made 5e389c6's grader crash on
+    ``kit._builder``), placed in every assignment folder, and none of today's kit files."""
+    commit = getattr(benchmark(name, monkeypatch), attribute)
+    old_kit = git_show(commit, "source/.shared/coursekit.py")
+    if old_kit is None:
+        pytest.skip(f"{commit} is not in this clone's history")
+    common = benchmark(COMMON, monkeypatch)
+    course = common.old_course(tmp_path / "old", commit)
+    shared = course / "source" / ".shared"
+    assert (shared / "coursekit.py").read_bytes() == old_kit
+    today = {p.name for p in (ROOT / "source" / ".shared").iterdir()}
+    theirs = {p.name for p in shared.iterdir()}
+    for folder in sorted((ROOT / "source").iterdir()):
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue
+        placed = course / "source" / folder.name
+        assert (placed / "coursekit.py").read_bytes() == old_kit, placed
+        stray = sorted(n for n in today - theirs if (placed / n).exists())
+        assert not stray, f"today's kit files in {commit}'s course: {placed}: {stray}"
+        assert {p.name for p in folder.glob("*.ipynb")} == {p.name for p in placed.glob("*.ipynb")}
+
+
+def test_sandbox_overhead_runs_what_grading_runs(monkeypatch):
+    """sandbox_overhead.py runs each solution alone in a folder of its own (a sandboxed
+    kernel sees only that folder): no cell it runs may read another lesson's notebook
+    (``engine("mine", ...)``: grading runs the course's engine there) or the notebook
+    beside it (a quiz's practice round: grading skips those cells)."""
+    from autograder.course import SOLUTIONS
+
+    module = benchmark("sandbox_overhead", monkeypatch)
+    paths = sorted(SOLUTIONS.glob("*/*.ipynb"))
+    if not paths:
+        pytest.skip("no solutions/: run make generate")
+    for path in paths:
+        nb = module.cleared(path)
+        for cell in nb.cells:
+            assert not re.search(r"\bengine\(\s*['\"]", cell.source), (path.name, cell.source[:200])
+            assert not re.search(r"\.practice\(", cell.source), (path.name, cell.source[:200])
