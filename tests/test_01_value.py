@@ -8,7 +8,6 @@ from helpers import (
     assert_blank_fails_each,
     assert_fails_exactly,
     failing_cells,
-    grade_class,
     mutate,
     read,
     run_cells,
@@ -204,20 +203,3 @@ def test_a_correct_method_keeps_its_share(solution, name, old, new, cell, share,
     assert not verdict.passed and verdict.credit == pytest.approx(share), verdict
     assert verdict.message.startswith(f"`{method}`"), verdict.message
     assert "credited:" in verdict.message, verdict.message
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_01_value(tmp_path):
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "rsub_swapped": mutate(read(SOURCE, A), *BUGS[6][1:3]),
-            "tuple_prev": mutate(read(SOURCE, A), *VARIANTS[0][1:3]),
-            "neg_broken": mutate(read(SOURCE, A), *SIBLINGS[0][1:3]),
-        },
-    )
-    assert scores["tuple_prev"] == full
-    assert scores["rsub_swapped"] == {**full, REFL: full[REFL] * 0.75}
-    # the share of a cell's points, in nbgrader's gradebook: -, ** and / still count
-    assert scores["neg_broken"] == {**full, ARITH: full[ARITH] * 0.75}
