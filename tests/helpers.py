@@ -295,11 +295,10 @@ class ScratchCourse:
         self.released: set[str] = set()
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
         proc = subprocess.run(
             [sys.executable, "-m", "nbgrader", *args],
             cwd=self.path,
-            env=env,
+            env=course_env(),
             capture_output=True,
             text=True,
             timeout=900,
@@ -425,13 +424,36 @@ def gradebook_scores(course: Path, assignment: str = "01_value") -> dict[str, fl
         return {s.student.id: s.score for s in gb.assignment_submissions(assignment)}
 
 
-def autograder_cli(*args: str, cwd: Path = ROOT, timeout: int = 120, **kwargs):
-    """``python -m autograder ARGS`` in a process of its own, its output captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **kwargs,
+def course_env(env: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """``env`` (default: this process's environment) with the virtualenv's bin/ first on
+    PATH (nbgrader runs ``alembic`` from PATH), and ``extra`` set."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = os.pathsep.join([VENV_BIN, env.get("PATH", "")])
+    return {**env, **extra}
+
+
+def autograder_cli(
+    *args: str,
+    cwd: Path = ROOT,
+    timeout: int = 120,
+    env: dict[str, str] | None = None,
+    codes: tuple[int, ...] | None = None,
+    wait: bool = True,
+    **kwargs,
+):
+    """``python -m autograder ARGS`` in a process of its own, its output captured, in
+    ``env`` (default: ``course_env()``). With ``codes``, its exit code must be one of them
+    (else AssertionError, with the end of its output). With ``wait=False``, the started
+    ``subprocess.Popen`` (stdout and stderr piped as text unless ``kwargs`` say otherwise),
+    for the caller to watch, kill or ``communicate`` with."""
+    command = [sys.executable, "-m", "autograder", *args]
+    env = course_env() if env is None else env
+    if not wait:
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+        return subprocess.Popen(command, cwd=cwd, env=env, **{**pipes, **kwargs})
+    proc = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs
     )
+    if codes is not None:
+        assert proc.returncode in codes, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc

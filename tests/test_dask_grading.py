@@ -1,7 +1,8 @@
 """`grade --scheduler`: grading on a Dask cluster of its own, started here with the `dask`
 command line on 127.0.0.1 (a scheduler and two workers, each worker in an empty folder of
-its own, without the course), gives the same grades as grading on this machine; a worker
-killed mid-run loses nothing and counts nothing twice.
+its own, without the course), gives the same grades as grading on this machine (some
+students of the session's hostile class, tests/hostile.py); a worker killed mid-run loses
+nothing and counts nothing twice. The two tests that grade on it share one cluster.
 """
 
 import contextlib
@@ -10,40 +11,35 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import psutil
 import pytest
-from helpers import NOTEBOOKS, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path, records
+from helpers import (
+    NOTEBOOKS,
+    SOLUTIONS,
+    VENV_BIN,
+    ScratchCourse,
+    autograder_cli,
+    course_env,
+    notebook_path,
+    records,
+)
+from hostile import HOSTILE, LIMITS
 
 from autograder.kernel.sandbox import BUBBLEWRAP, sandbox_status
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = pytest.mark.slow
 
 A = "01_value"
-LIMITS = ["--cell-timeout", "4", "--wall-limit", "90", "--memory", "2G"]
 KILL_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
 MARKER = "AUTOGRADER_WORKER"  # limits.MARKER: what the test's workers and kernels carry
 
 
-def env(**extra) -> dict:
-    return dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **extra)
-
-
 def grade(course: Path, *args, timeout=900) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", A, *LIMITS, *args],
-        cwd=course,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
-    return proc
+    return autograder_cli("grade", A, *LIMITS, *args, cwd=course, timeout=timeout, codes=(0, 1))
 
 
 def gradebook_rows(course: Path) -> dict[str, int]:
@@ -60,27 +56,18 @@ def gradebook_rows(course: Path) -> dict[str, int]:
 
 
 def make_class(path: Path, students: dict) -> Path:
+    """A course where each of ``students`` ({id: notebook, or the bytes of one}) handed in
+    A."""
     course = ScratchCourse(path, [A])
     name = notebook_path(SOLUTIONS, A).name
     for student, nb in students.items():
         folder = course.path / "submitted" / student / A
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / name)
+        if isinstance(nb, bytes):
+            (folder / name).write_bytes(nb)
+        else:
+            nbformat.write(nb, folder / name)
     return course.path
-
-
-def submissions() -> dict:
-    from autograder.demo import typical_bug, with_cell_after_first_test
-
-    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    blank = nbformat.read(notebook_path(NOTEBOOKS, A), as_version=4)
-    return {
-        "solution": solution,
-        "blank": blank,
-        "bug": typical_bug(solution, blank),
-        "endless_loop": with_cell_after_first_test(solution, "while True:\n    pass"),
-        "crash": with_cell_after_first_test(solution, "import os\nos._exit(1)"),
-    }
 
 
 class DaskCluster:
@@ -121,7 +108,7 @@ class DaskCluster:
         proc = subprocess.Popen(
             [str(Path(VENV_BIN) / "dask"), *args],
             cwd=cwd,
-            env=env(**{MARKER: self.token}),
+            env=course_env(**{MARKER: self.token}),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -190,9 +177,11 @@ class DaskCluster:
         return left
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    dask = DaskCluster(tmp_path / "dask")
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the module's tests that grade on one (in the hostile_class group:
+    on one xdist worker, the first test's grades compared with that class's)."""
+    dask = DaskCluster(tmp_path_factory.mktemp("dask"))
     try:
         dask.add_worker("worker-a")
         dask.add_worker("worker-b")
@@ -212,22 +201,26 @@ def cluster(tmp_path):
         assert left == [], f"processes left behind by the cluster: {left}"
 
 
-def test_a_cluster_gives_the_same_grades_as_this_machine(tmp_path, cluster):
-    students = submissions()
-    local = make_class(tmp_path / "local", students)
+# The students of the comparison, as named in the session's hostile class (tests/hostile.py,
+# graded on this machine with --jobs 2 under the same LIMITS).
+COMPARED = ("correct", "blank", "bug", "infinite_loop", "os_exit")
+
+
+@HOSTILE
+def test_a_cluster_gives_the_same_grades_as_this_machine(tmp_path, cluster, hostile_class):
+    students = {s: hostile_class["handed_in"][s] for s in COMPARED}  # as they handed in
     remote = make_class(tmp_path / "remote", students)
-    grade(local, "--jobs", "2")
     proc = grade(remote, "--scheduler", cluster.address)
     assert f"on the Dask cluster at {cluster.address}" in proc.stdout
-    here, there = records(local), records(remote)
-    assert set(here) == set(there) == set(students)
+    here, there = hostile_class["records"], records(remote)
+    assert set(there) == set(students) <= set(here)
     for student in students:
         for key in ("score", "max_score", "problem", "note", "cells", "runs"):
             assert here[student][key] == there[student][key], (student, key)
-    assert there["solution"]["score"] == there["solution"]["max_score"] > 0
+    assert there["correct"]["score"] == there["correct"]["max_score"] > 0
     assert there["blank"]["score"] == 0
-    assert "per-cell limit" in there["endless_loop"]["note"]
-    assert "crashed the kernel and was skipped" in there["crash"]["note"]
+    assert "per-cell limit" in there["infinite_loop"]["note"]
+    assert "crashed the kernel and was skipped" in there["os_exit"]["note"]
     assert gradebook_rows(remote) == dict.fromkeys(students, 1)
     # The grading material was removed from the workers when the run ended.
     for name in ("worker-a", "worker-b"):
@@ -253,6 +246,7 @@ def kernels_of(proc: subprocess.Popen) -> list[psutil.Process]:
     return out
 
 
+@HOSTILE  # the module's cluster: killed last (it kills one of its workers)
 def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path, cluster):
     from autograder.demo import with_cell_after_first_test
 
@@ -261,22 +255,14 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(tmp_path
     slow = with_cell_after_first_test(solution, "import time\ntime.sleep(3)")
     students = {f"s{i}": (slow if i % 2 else blank) for i in range(8)}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            A,
-            *LIMITS,
-            "--scheduler",
-            str(cluster.scheduler_file),
-        ],  # its file, this time
+    run = autograder_cli(
+        "grade",
+        A,
+        *LIMITS,
+        "--scheduler",
+        str(cluster.scheduler_file),  # its file, this time
         cwd=course,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        wait=False,
     )
     victim = None
     deadline = time.monotonic() + 300
@@ -317,14 +303,7 @@ def test_a_submission_that_kills_its_worker_is_graded_without_that_cell(tmp_path
     killer = with_cell_after_first_test(solution, KILL_PARENT)
     students = {"killer": killer, "solution": solution, "blank": blank}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "autograder", "grade", A, *LIMITS, "--jobs", "2", "--no-sandbox"],
-        cwd=course,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = autograder_cli("grade", A, *LIMITS, "--jobs", "2", "--no-sandbox", cwd=course, wait=False)
     out, err = run.communicate(timeout=900)
     assert run.returncode == 1, out[-3000:] + err[-3000:]
     recs = records(course)
@@ -358,23 +337,8 @@ def test_the_sandbox_keeps_the_worker_out_of_reach(tmp_path):
     solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     students = {"killer": with_cell_after_first_test(solution, KILL_PARENT)}
     course = make_class(tmp_path / "course", students)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder",
-            "grade",
-            A,
-            *LIMITS,
-            "--jobs",
-            "1",
-            "--require-sandbox",
-        ],
-        cwd=course,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
+    run = autograder_cli(
+        "grade", A, *LIMITS, "--jobs", "1", "--require-sandbox", cwd=course, timeout=900
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     rec = records(course)["killer"]

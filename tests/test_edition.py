@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, autograder_cli
 
 from autograder.content import slides
 from autograder.course import assignments, kind
@@ -200,12 +200,7 @@ def test_releasing_again_keeps_git_work_and_venv_and_refuses_other_folders(tmp_p
 
 
 def test_release_command_line(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "release", "--to", str(tmp_path / "ed")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    proc = autograder_cli("release", "--to", str(tmp_path / "ed"), cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "student edition:" in proc.stdout and "python3 lab.py" in proc.stdout
     assert (tmp_path / "ed" / "lab.py").exists()

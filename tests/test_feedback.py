@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from helpers import ROOT, SOLUTIONS, SOURCE, VENV_BIN, ScratchCourse, notebook_path
+from helpers import ROOT, SOLUTIONS, SOURCE, ScratchCourse, autograder_cli, notebook_path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from autograder.feedback import inert, sanitize
@@ -533,17 +530,7 @@ def test_page_check_passes_every_assignment_of_the_course():
 
 
 def run(course: Path, *args, check_codes=(0, 1)):
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode in check_codes, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return proc
+    return autograder_cli(*args, cwd=course, timeout=900, codes=check_codes)
 
 
 def evil_submission():

@@ -3,7 +3,8 @@
 With nbclient directly: what a sandboxed kernel can see, write, reach and kill, that it
 leaves nothing behind, that the limits still hold, and that numpy, matplotlib and Graphviz
 work inside. The fallback ("none") is forced with AUTOGRADER_BWRAP. End to end (slow):
-`python -m autograder grade` on a class of attacks, and without a sandbox.
+`python -m autograder grade` on a class of attacks (the session's confined
+class, tests/hostile.py), and without a sandbox.
 
 These tests check operating-system effects, never the scores of honest students: whether
 hidden tests run inside the kernel is not the sandbox's business.
@@ -29,12 +30,14 @@ import pytest
 from helpers import (
     ROOT,
     SOLUTIONS,
-    VENV_BIN,
     ScratchCourse,
+    autograder_cli,
+    course_env,
     gradebook_scores,
     notebook_path,
     records,
 )
+from hostile import CONFINED
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
@@ -606,19 +609,9 @@ LIMITS = ["--cell-timeout", "15", "--wall-limit", "120", "--memory", "2G"]
 
 
 def grade(course: Path, *args, env=None, codes=(0, 1)):
-    env = dict(
-        os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **(env or {})
+    return autograder_cli(
+        *args, cwd=course, env=course_env(**(env or {})), timeout=1200, codes=codes
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode in codes, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return proc
 
 
 def _environ(proc) -> dict:
@@ -628,141 +621,24 @@ def _environ(proc) -> dict:
         return {}
 
 
-def with_cell(nb, source: str):
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
-    nb.cells.insert(1, nbformat.v4.new_code_cell(textwrap.dedent(source)))
-    return nb
-
-
-def snapshot(folder: Path, skip=()) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts)
-    }
-
-
-def attacks(course: Path, token: str) -> dict[str, str]:
-    """Cells that try what students tried, by student name."""
-    c = str(course)
-    return {
-        "reads_course": f"""
-            import os
-            print("FOUND", os.path.exists({c!r}), sum(len(f) for _, _, f in os.walk({c!r})))
-            print(open({c!r} + "/autograder/verdicts/hidden/quiz.py").read())
-            """,
-        "writes_course": f"""
-            for path in ["/autograder/verdicts/hidden/quiz.py", "/source/{A}/coursekit.py",
-                         "/nbgrader_config.py", "/submitted/victim/{A}/value.ipynb",
-                         "/autograded/victim/{A}/.autograder.json", "/gradebook.db"]:
-                try:
-                    open({c!r} + path, "w").write("pwned")
-                except OSError as exc:
-                    print(path, exc)
-            import sqlite3
-            db = sqlite3.connect({c!r} + "/gradebook.db")
-            db.execute("create trigger t after insert on grade begin "
-                       "update grade set auto_score = 1000; end")
-            db.commit()
-            """,
-        "plants_startup": """
-            import os, site, sys
-            startup = os.path.expanduser("~/.ipython/profile_default/startup")
-            os.makedirs(startup, exist_ok=True)
-            open(os.path.join(startup, "00-evil.py"), "w").write(
-                "import builtins; builtins.abs = lambda x: 0")
-            for folder in site.getsitepackages() + [site.getusersitepackages()]:
-                try:
-                    os.makedirs(folder, exist_ok=True)
-                    open(os.path.join(folder, "evil.pth"), "w").write(
-                        "import builtins; builtins.abs = lambda x: 0")
-                except OSError as exc:
-                    print(exc)
-            """,
-        "daemon": f"""
-            import os, subprocess, sys
-            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)", "{token}"],
-                             start_new_session=True)
-            if os.fork() == 0:
-                os.setsid()
-                os.execv(sys.executable, [sys.executable, "-c",
-                         "import time; time.sleep(900)", "{token}"])
-            """,
-        "fills_disk": """
-            import os
-            block = b"x" * (1 << 20)
-            for path in ("/tmp/fill", "fill", os.path.expanduser("~/fill")):
-                try:
-                    with open(path, "wb") as fh:
-                        for _ in range(3500):
-                            fh.write(block)
-                except OSError as exc:
-                    print(path, exc)
-            """,
-        "kills_grader": """
-            import os, signal
-            os.kill(os.getppid(), signal.SIGKILL)
-            for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-                if pid != os.getpid():
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            """,
-        "network": """
-            import socket
-            for host in [("1.1.1.1", 53), ("127.0.0.1", 22), ("pypi.org", 443)]:
-                try:
-                    socket.create_connection(host, 3)
-                    print("connected", host)
-                except OSError as exc:
-                    print(host, exc)
-            """,
-    }
-
-
-PROBE_LATER = """
-import builtins, os
-startup = os.path.expanduser("~/.ipython/profile_default/startup")
-print("PROBE", builtins.abs(-3), sorted(os.listdir(startup)) if os.path.isdir(startup) else [])
-"""
-
-
 @pytest.mark.slow
-@pytest.mark.xdist_group("grading")
+@CONFINED
 @needs_bwrap
-def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
-    token = uuid.uuid4().hex
-    course = ScratchCourse(tmp_path / "course", [A])
-    root = course.path
-    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+def test_a_class_of_attacks_changes_nothing_outside_each_kernel(confined_class):
+    """The attackers of the session's confined class (tests/hostile.py: os_attacks), after
+    a victim graded alone, and two students after them in the same workers. (The class
+    also has tests/test_starve.py's hog, floods and honest student.)"""
+    graded = confined_class
+    root, token, proc = graded["root"], graded["token"], graded["proc"]
+    victim_record, book_before = graded["victim"], graded["book_before"]
     name = notebook_path(SOLUTIONS, A).name
-    victim = root / "submitted" / "victim" / A
-    victim.mkdir(parents=True)
-    nbformat.write(solution, victim / name)
-    # The victim is graded first, alone: its results must not change after the attacks.
-    grade(root, "grade", A, *LIMITS)
-    victim_record = records(root)["victim"]
-    for student, source in attacks(root, token).items():
-        folder = root / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nbformat.write(with_cell(solution, source), folder / name)
-    for i in range(2):  # kernels after the attacks, in the same workers
-        folder = root / "submitted" / f"zz_later{i}" / A
-        folder.mkdir(parents=True)
-        nbformat.write(with_cell(solution, PROBE_LATER), folder / name)
-    skip = {"autograded", "gradebook.db", "__pycache__"}
-    book_before = gradebook_scores(root)
-    course_before = snapshot(root, skip)
-    tmp_before = set(os.listdir(tempfile.gettempdir()))
-    proc = grade(root, "grade", A, *LIMITS, "--require-sandbox", env={"SANDBOX_TEST_RUN": token})
 
     recs = records(root)
     assert set(recs) == {p.name for p in (root / "submitted").iterdir()}
     assert {r["isolation"] for r in recs.values()} == {sandbox.BUBBLEWRAP}, proc.stdout
     assert "isolation: none" not in proc.stdout
     # Course files, other students' submissions and results: untouched.
-    assert snapshot(root, skip) == course_before
+    assert graded["course_after"] == graded["course_before"]
     assert records(root)["victim"] == victim_record
     assert gradebook_scores(root)["victim"] == book_before["victim"]
     import sqlite3
@@ -795,7 +671,7 @@ def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
     # Nothing of the run is left: its processes and their files in /tmp.
     assert processes_with(token) == []
     assert not [p for p in psutil.process_iter() if _environ(p).get("SANDBOX_TEST_RUN") == token]
-    new = set(os.listdir(tempfile.gettempdir())) - tmp_before
+    new = graded["tmp_new"]
     assert not (leftovers() & new), new
 
     # exports/grades.csv has the isolation of every row.
@@ -805,7 +681,6 @@ def test_a_class_of_attacks_changes_nothing_outside_each_kernel(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("grading")
 def test_without_a_sandbox_grade_says_so_and_records_none(tmp_path):
     course = ScratchCourse(tmp_path / "course", [A])
     root = course.path

@@ -14,7 +14,16 @@ import types
 
 import nbformat
 import pytest
-from helpers import KIT_MODULES, NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, copy_kit, load_kit
+from helpers import (
+    KIT_MODULES,
+    NOTEBOOKS,
+    ROOT,
+    SOLUTIONS,
+    SOURCE,
+    autograder_cli,
+    copy_kit,
+    load_kit,
+)
 
 SELF_CHECK_CELL = "from coursekit import self_check\nself_check()"
 SKIPPED = "self_check: skipped"
@@ -33,14 +42,7 @@ def student_env() -> dict[str, str]:
 
 
 def self_check_cli(folder) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", "self-check", str(folder)],
-        cwd=ROOT,
-        env=student_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return autograder_cli("self-check", str(folder), cwd=ROOT, env=student_env(), timeout=600)
 
 
 def rows(stdout: str) -> list[str]:

@@ -4,7 +4,8 @@ What a kernel sends is capped before the grader parses or stores it (output_cap.
 channels.py); its own stdout and stderr file on the host is capped and made anew for every
 kernel; its CPU is one cgroup's (cgroups.py) that nothing it starts can leave. Kernels run
 with GuardedExecute in a process of their own, as in a grading worker, whose peak memory
-is measured; end to end (slow), `grade` runs attackers next to an honest student.
+is measured; end to end (slow), `grade` runs attackers next to an honest student (the
+session's confined class, tests/hostile.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from helpers import ROOT, SOLUTIONS, VENV_BIN, ScratchCourse, notebook_path, records
+from helpers import (
+    ROOT,
+    SOLUTIONS,
+    ScratchCourse,
+    autograder_cli,
+    course_env,
+    notebook_path,
+    records,
+)
+from hostile import CONFINED, SPINNERS, STARVE_TOKEN, STARVERS
 
 from autograder.kernel import cgroups, output_cap, sandbox
 from autograder.kernel.limits import Limits
@@ -358,19 +368,6 @@ def test_the_kernels_own_output_file_is_capped_and_new_for_every_kernel(tmp_path
 
 # -- CPU -----------------------------------------------------------------------------------
 
-SPINNERS = """
-import os, subprocess, sys, time
-spin = "import time\\nend = time.time() + {seconds}\\nwhile time.time() < end: pass"
-for _ in range({n}):
-    subprocess.Popen([sys.executable, "-c", spin, "{token}"], start_new_session=True)
-if os.fork() == 0:  # a double-forked daemon in a session of its own
-    os.setsid()
-    if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c", spin, "{token}"])
-    os._exit(0)
-os.wait()
-"""
-
 
 def spinners(token: str, wait_for: int = 0) -> list[psutil.Process]:
     """The processes tagged ``token`` (after up to 30 s for ``wait_for`` of them to start)."""
@@ -580,68 +577,26 @@ def test_local_workers_have_a_memory_bound(tmp_path):
 # -- end to end ------------------------------------------------------------------------------
 
 A = "01_value"
-TOKEN = uuid.uuid4().hex
-ATTACKS = {
-    "hog": SPINNERS.format(n=8, seconds=90, token=TOKEN) + "\nwhile True: pass",
-    "big_message": "from IPython.display import display\n"
-    "display({'text/plain': 'x' * (200 << 20)}, raw=True)",
-    "long_traceback": "raise ValueError('v' * (50 << 20))",
-    "log_flood": "import os, sys\nfd = sys.stderr._original_stdstream_copy\n"
-    "for _ in range(16):\n    os.write(fd, b'x' * (64 << 20))",
-    "update_storm": "from IPython.display import display\n"
-    "h = display({'text/plain': 'a'}, raw=True, display_id='d')\n"
-    "for _ in range(200):\n    display({'text/plain': 'a'}, raw=True, "
-    "display_id='d')\nfor _ in range(30):\n    h.update({'text/plain': "
-    "'u' * 100_000}, raw=True)",
-}
-
-
-def grade(course: Path, *args, env=None):
-    env = dict(
-        os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), **(env or {})
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", A, *args],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
-    return proc
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("grading")
-def test_attackers_graded_alongside_an_honest_student_do_not_harm_it(tmp_path):
-    course = ScratchCourse(tmp_path / "course", [A])
-    root = course.path
-    solution = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
+@CONFINED  # the session's confined class, with a CPU hog: graded once, on one worker
+def test_attackers_graded_alongside_an_honest_student_do_not_harm_it(confined_class):
+    """The hog and the floods of the session's confined class (tests/hostile.py:
+    STARVERS), graded two at a time beside an honest student (and the attackers of the
+    machine of tests/test_sandbox.py)."""
+    root, proc = confined_class["root"], confined_class["proc"]
     name = notebook_path(SOLUTIONS, A).name
-    limits = ["--cell-timeout", "30", "--wall-limit", "120", "--jobs", "2"]
-
-    def submit(student: str, code: str | None = None):
-        nb = nbformat.from_dict(json.loads(json.dumps(solution)))
-        if code is not None:
-            nb.cells.insert(1, nbformat.v4.new_code_cell(code))
-        folder = root / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / name)
-
-    submit("honest")
-    for student, code in ATTACKS.items():
-        submit(student, code)
-    proc = grade(root, *limits)
     recs = records(root)
-    assert set(recs) == {"honest", *ATTACKS}, proc.stdout[-3000:]
+    assert set(recs) == {p.name for p in (root / "submitted").iterdir()}, proc.stdout[-3000:]
+    assert {"honest", *STARVERS} <= set(recs)
     honest = recs["honest"]
     assert honest["score"] == honest["max_score"] > 0
-    for student in ATTACKS:
+    for student in STARVERS:
         nb = nbformat.read(root / "autograded" / student / A / name, as_version=4)
         size = max(len(json.dumps(c.get("outputs", []))) for c in nb.cells)
         assert size < Limits().output + 20_000, (student, size)
-    assert not spinners(TOKEN)
+    assert not spinners(STARVE_TOKEN)
     assert not [
         p
         for base in CPU.bases
@@ -651,7 +606,6 @@ def test_attackers_graded_alongside_an_honest_student_do_not_harm_it(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("grading")
 def test_grade_says_when_cpu_is_not_confined_and_refuses_to_grade_if_required(tmp_path):
     course = ScratchCourse(tmp_path / "course", [A])
     folder = course.path / "submitted" / "ann" / A
@@ -660,25 +614,12 @@ def test_grade_says_when_cpu_is_not_confined_and_refuses_to_grade_if_required(tm
         nbformat.read(notebook_path(SOLUTIONS, A), as_version=4),
         folder / notebook_path(SOLUTIONS, A).name,
     )
-    env = dict(
-        os.environ,
-        PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
-        **{cgroups.CPU_ENV: "none"},
-    )
-    command = [sys.executable, "-m", "autograder", "grade", A, "--cell-timeout", "30"]
-    refused = subprocess.run(
-        [*command, "--require-sandbox"],
-        cwd=course.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    env = course_env(**{cgroups.CPU_ENV: "none"})
+    command = ["grade", A, "--cell-timeout", "30"]
+    refused = autograder_cli(*command, "--require-sandbox", cwd=course.path, env=env, timeout=600)
     assert refused.returncode == 2 and "CPU cannot be confined" in refused.stderr
     assert not records(course.path)
-    graded = subprocess.run(
-        command, cwd=course.path, env=env, capture_output=True, text=True, timeout=600
-    )
+    graded = autograder_cli(*command, cwd=course.path, env=env, timeout=600)
     said = [line for line in graded.stdout.splitlines() if "not confined" in line]
     assert len(said) == 1, graded.stdout[-3000:]
     rec = records(course.path)["ann"]

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +23,16 @@ from pathlib import Path
 import nbformat
 import pytest
 from exchange import shared_exchange, shared_tmp_path, student_users  # noqa: F401
-from helpers import ROOT, SOURCE, VENV_BIN, ScratchCourse, mutate, notebook_path, read
+from helpers import (
+    ROOT,
+    SOURCE,
+    ScratchCourse,
+    autograder_cli,
+    course_env,
+    mutate,
+    notebook_path,
+    read,
+)
 
 from autograder.watch import inbound
 from autograder.watch.history import Entry, History
@@ -276,11 +284,16 @@ def test_stopped_in_the_middle_of_grading_it_loses_no_submission(tmp_path, sig):
     slow.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(8)"))
     drop(course, "ada", slow)
     log = tmp_path / "watch.log"
-    env = dict(os.environ, PATH=f"{VENV_BIN}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "autograder", "watch", "--course", str(course.path)]
+    env = course_env(PYTHONPATH=str(ROOT))
+    cmd = ["watch", "--course", str(course.path)]
     with log.open("w") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True
+        proc = autograder_cli(
+            *cmd,
+            env=env,
+            wait=False,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 120
         while "grading 1 submission" not in log.read_text() and time.monotonic() < deadline:
@@ -294,9 +307,7 @@ def test_stopped_in_the_middle_of_grading_it_loses_no_submission(tmp_path, sig):
             os.killpg(proc.pid, signal.SIGKILL)
     assert [e["status"] for e in history(course, "ada")] == ["received"]
     drop(course, "bob", solution())  # arrives while the watcher is down
-    done = subprocess.run(
-        [*cmd, "--once"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+    done = autograder_cli(*cmd, "--once", env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     for student in ("ada", "bob"):
         assert [e["status"] for e in history(course, student)] == ["graded"]
