@@ -21,6 +21,6 @@ def keep_recursion_limit():
     sys.setrecursionlimit(limit)
 
 
-from lanes import no_kernels, pytest_addoption  # noqa: E402, F401 (make quick's rule)
-# The session's hostile classes, each graded once (tests/hostile.py).
+# The session's hostile classes, each graded once (tests/hostile.py); make quick's rule.
 from hostile import confined_class, hostile_class  # noqa: E402, F401
+from lanes import no_kernels, pytest_addoption  # noqa: E402, F401
