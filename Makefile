@@ -4,16 +4,20 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PY := .venv/bin/python
 
-.PHONY: demo test quick setup setup-test generate lab self-check slides grade watch bench lint release
+.PHONY: demo test quick mutation setup setup-test generate lab self-check slides grade watch bench lint release
 
 demo: setup            ## set up, then grade the bundled demo class end to end
 	$(PY) -m autograder demo
 
-test: setup-test       ## set up, then run the whole test suite (what CI runs)
-	$(PY) -m pytest -n 2 --dist loadgroup
+# The three lanes (README: Tests). Their markers are pyproject.toml's.
+test: setup-test       ## set up, then everything that guards behaviour (what CI runs, <15 min)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not mutation"
 
-quick: setup-test      ## the fast tests only, for while you work
-	$(PY) -m pytest -n 2 -m "not slow"
+quick: setup-test      ## no real kernel, no notebook catalogue: while you work (<3 min)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not mutation" --no-kernels
+
+mutation: setup-test   ## mutants, seed sweeps, forger matrices, every notebook in the browser
+	$(PY) -m pytest -n 2 --dist loadgroup -m mutation
 
 setup:
 	scripts/setup
@@ -54,6 +58,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/grading_profile.py
 	$(PY) benchmarks/class_scale.py
 	$(PY) benchmarks/hidden_regions.py
+	$(PY) benchmarks/similarity_class.py
 
 lint: setup-test
 	$(PY) -m ruff check .

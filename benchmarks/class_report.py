@@ -30,35 +30,22 @@ benchmark. Here `report` runs with whatever the tree has: the number printed say
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import common
+
+common.on_path(common.ROOT, common.TESTS)
 
 from synthetic_class import make_class  # noqa: E402
 
 
 def run(command: list[str], course: Path) -> float:
     """Seconds one `python -m autograder ...` takes on the class (it must succeed)."""
-    env = dict(
-        os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    )
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "autograder", *command, "--course", str(course)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    seconds = time.perf_counter() - start
+    cmd = [sys.executable, "-m", "autograder", *command, "--course", str(course)]
+    seconds, proc = common.run_timed(cmd, common.ROOT)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     return seconds
@@ -69,21 +56,16 @@ def size(folder: Path) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--n", type=int, default=300, help="students (default 300)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (default 1)")
     parser.add_argument("--keep", metavar="DIR", help="make the class here and keep it")
     args = parser.parse_args()
 
-    scratch = None
-    if args.keep:
-        course = Path(args.keep).resolve()
-        if course.exists():
-            shutil.rmtree(course)
-    else:
-        scratch = tempfile.mkdtemp(prefix="class-report-")
-        course = Path(scratch) / "class"
-    try:
+    if args.keep and Path(args.keep).exists():
+        shutil.rmtree(args.keep)
+    with common.scratch("class-report-") as work:
+        course = Path(args.keep).resolve() if args.keep else work / "class"
         start = time.perf_counter()
         made = make_class(course, args.n)
         print(
@@ -91,15 +73,14 @@ def main() -> None:
             f"{len(made.submitted)} submissions ({len(made.late)} late), autograded/ "
             f"{size(course / 'autograded') / 2**20:.0f} MiB, in {time.perf_counter() - start:.0f} s"
         )
-        print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"load average before: {common.load_average(3)}")
         times: dict[str, list[float]] = {"export": [], "report": []}
         for k in range(args.rounds):
-            order = ["export", "report"] if k % 2 == 0 else ["report", "export"]
-            for name in order:
+            for name in common.alternate(["export", "report"], k):
                 times[name].append(run([name], course))
                 print(f"  round {k + 1}: {name} {times[name][-1]:.1f} s", flush=True)
         export, report = min(times["export"]), min(times["report"])
-        print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"load average after: {common.load_average(3)}")
         try:
             import autograder.report.similarity  # noqa: F401
 
@@ -114,9 +95,6 @@ def main() -> None:
         )
         if args.keep:
             print(f"the page: {course / 'reports' / 'index.html'}")
-    finally:
-        if scratch and not args.keep:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -20,24 +20,19 @@ anything. Not a test (tests/test_starve.py checks the confinement itself).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import common
+import psutil
 
-import psutil  # noqa: E402
-
-from autograder.kernel import cgroups  # noqa: E402
+from autograder.kernel import cgroups
 
 HONEST = """
 import time
@@ -81,12 +76,12 @@ print(json.dumps(time.monotonic() - start))
 
 def start(code: str, folder: str, timeout: int, confined: bool) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != cgroups.CPU_ENV}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(common.ROOT)
     if not confined:
         env[cgroups.CPU_ENV] = "none"
     return subprocess.Popen(
         [sys.executable, "-c", RUNNER, json.dumps([[code], folder, timeout])],
-        cwd=ROOT,
+        cwd=common.ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -142,18 +137,18 @@ def beside_hog(folder: str, confined: bool) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     status = cgroups.cpu_status()
     print(f"CPU confinement here: {status.level} {status.reason}".rstrip())
-    print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {os.cpu_count()}")
+    print(f"load average before: {common.load_average(digits=2)}, cores: {os.cpu_count()}")
     times: dict[str, list[float]] = {"alone": [], "confined": [], "unconfined": []}
     cores: dict[str, list[float]] = {"confined": [], "unconfined": []}
-    with tempfile.TemporaryDirectory() as folder:
+    with common.scratch("cpu-fairness-") as work:
+        folder = str(work)
         for r in range(args.rounds):
-            ways = ["alone", "confined", "unconfined"]
-            for way in ways if r % 2 == 0 else ways[::-1]:
+            for way in common.alternate(["alone", "confined", "unconfined"], r):
                 if way == "alone":
                     times[way].append(honest(folder))
                 else:
@@ -170,7 +165,7 @@ def main() -> None:
             f"  (hog got {statistics.median(cores[way]):.2f} cores)"
         )
     print("target: confined ratio <= 1.3x")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"load average after: {common.load_average(digits=2)}")
 
 
 if __name__ == "__main__":

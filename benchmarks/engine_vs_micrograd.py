@@ -22,7 +22,6 @@ This is a script, not a test: nothing here passes or fails, it prints a table.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import random
@@ -33,14 +32,15 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import common
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "source" / ".reference"))
+common.on_path(common.REFERENCE)
 
-import micrograd.engine
-import micrograd.nn
-import refgrad.engine
-import refgrad.nn
+import micrograd.engine  # noqa: E402
+import micrograd.nn  # noqa: E402
+import refgrad.engine  # noqa: E402
+import refgrad.nn  # noqa: E402
 
 SEED = 1337
 
@@ -221,13 +221,6 @@ def deepest_chain(V: type, ladder: list[int]) -> tuple[int, str]:
 # ---- the report ----------------------------------------------------------------------
 
 
-def load_average() -> str:
-    try:
-        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    except (AttributeError, OSError):  # not on every platform
-        return "unknown"
-
-
 def speed_ratio(refgrad_seconds: float, micrograd_seconds: float) -> str:
     r = micrograd_seconds / refgrad_seconds
     return f"{r:.1f}x faster" if r >= 1.0 else f"{1.0 / r:.1f}x slower"
@@ -238,7 +231,7 @@ def fmt_seconds(s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="a smaller run, about a minute")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -246,7 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Python {sys.version.split()[0]}, garbage collector on: {gc.isenabled()}")
     print(f"refgrad from {Path(refgrad.engine.__file__).parent}")
     print(f"micrograd from {Path(micrograd.engine.__file__).parent}  (0.1.0)")
-    print(f"mode: {'--quick' if quick else 'full'}, load average {load_average()}\n")
+    print(
+        f"mode: {'--quick' if quick else 'full'}, load average {common.load_average(3, 2, ', ')}\n"
+    )
     rows: list[tuple[str, str, str, str, str]] = []
 
     X, y = make_moons(100, noise=0.1, seed=SEED)
@@ -361,7 +356,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("(e) done\n")
 
-    print(f"load average at the end: {load_average()} (on {os.cpu_count()} CPUs)")
+    print(f"load average at the end: {common.load_average(3, 2, ', ')} (on {os.cpu_count()} CPUs)")
     print("A busy machine shifts the ratios; run again when it is idle if they look odd.\n")
     header = ("metric", "refgrad", "micrograd 0.1.0", "ratio", "target")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]

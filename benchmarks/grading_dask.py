@@ -37,41 +37,20 @@ same run mean anything. Not a test.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+import common
 
-from grading_throughput import copy_course, env, make_class  # noqa: E402
-
-from autograder.demo import demo_assignments  # noqa: E402
+from autograder.demo import demo_assignments
 
 BEFORE_DASK = "a0f5c36"
-
-
-def old_course(dest: Path, commit: str = BEFORE_DASK) -> Path:
-    """The course with the grader of ``commit`` (its autograder/ and nbgrader_config.py)
-    and this checkout's source/."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "autograder", "nbgrader_config.py"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
-    shutil.copytree(ROOT / "source", dest / "source", ignore=skip)
-    return dest
 
 
 def grade_once(code: Path, classroom: Path, jobs: int, label: str) -> tuple[float, float]:
@@ -91,7 +70,12 @@ def grade_once(code: Path, classroom: Path, jobs: int, label: str) -> tuple[floa
     ]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, cwd=code, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        cmd,
+        cwd=code,
+        env=common.venv_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     cpu = tree_cpu(proc)
     out, err = proc.communicate()
@@ -162,32 +146,30 @@ def task_cost(n: int, payload: bytes) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--n", type=int, default=6, help="submissions per assignment")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each, alternating")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    common.add_jobs(parser)
     parser.add_argument("--tasks", type=int, default=200, help="no-op tasks for (c)")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    common.add_keep(parser)
     args = parser.parse_args()
     assignments = demo_assignments()
     if not assignments:
         raise SystemExit("no assignment has solutions/ and notebooks/: run make generate")
-    work = Path(tempfile.mkdtemp(prefix="grading-dask-bench-"))
-    print(
-        f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
-        f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}"
-    )
-    try:
+    with common.scratch("grading-dask-bench-", keep=args.keep) as work:
+        print(
+            f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
+            f"{args.jobs} cores; load average {common.load_average()}; scratch {work}"
+        )
         new, old = work / "dask", work / "pool"
-        copy_course(new)
-        old_course(old)
+        common.copy_course(new)
+        common.old_course(old, BEFORE_DASK)
         classroom = work / "class"
-        n = make_class(classroom, assignments, args.n)
+        n = common.write_class(classroom, assignments, args.n, common.in_turn)
         times: dict[str, list[float]] = {"pool": [], "dask": []}
         cpus: dict[str, list[float]] = {"pool": [], "dask": []}
         for i in range(args.rounds):
-            order = (("pool", old), ("dask", new)) if i % 2 == 0 else (("dask", new), ("pool", old))
-            for label, code in order:
+            for label, code in common.alternate((("pool", old), ("dask", new)), i):
                 load = os.getloadavg()[0]
                 seconds, cpu = grade_once(code, classroom, args.jobs, label)
                 times[label].append(seconds)
@@ -223,10 +205,7 @@ def main() -> None:
             f"{many * 1000:.1f} ms each all at once; a submission takes "
             f"{dask_ / args.rounds / n * args.jobs:.1f} s of a worker"
         )
-        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        print(f"load average at the end: {common.load_average()}")
 
 
 if __name__ == "__main__":

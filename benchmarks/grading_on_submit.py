@@ -28,18 +28,14 @@ anything. Not a test.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
-import shutil
-import sys
-import tempfile
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "source" / ".reference"), str(ROOT / "tests")]
+import common
+
+common.on_path(common.ROOT, common.REFERENCE, common.TESTS)
 
 import nbformat  # noqa: E402
 from helpers import SOURCE, ScratchCourse, gradebook_scores, mutate, notebook_path, read  # noqa: E402
@@ -129,19 +125,17 @@ def run_watch(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--n", type=int, default=50, help="submissions in the burst")
-    parser.add_argument("--jobs", type=int, default=2, help="workers, both ways")
+    common.add_jobs(parser, 2, help="workers, both ways")
     parser.add_argument("--early", choices=LEVELS, default="hidden", help="pages' level")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    common.add_keep(parser)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="submit-bench-"))
-    print(
-        f"{args.n} submissions of {A}, {args.jobs} workers, pages at level {args.early}; "
-        f"{len(os.sched_getaffinity(0))} cores; load average {os.getloadavg()[0]:.1f}; "
-        f"scratch {work}"
-    )
-    try:
+    with common.scratch("submit-bench-", keep=args.keep) as work:
+        print(
+            f"{args.n} submissions of {A}, {args.jobs} workers, pages at level {args.early}; "
+            f"{common.cores()} cores; load average {common.load_average()}; scratch {work}"
+        )
         import autograder.feedback.pages
         import autograder.grade.run  # noqa: F401
 
@@ -176,10 +170,7 @@ def main() -> None:
         )
         same = gradebook_scores(graded.path, A) == gradebook_scores(watched.path, A)
         print(f"same scores in both gradebooks: {'yes' if same else 'NO'}")
-        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        print(f"load average at the end: {common.load_average()}")
 
 
 if __name__ == "__main__":

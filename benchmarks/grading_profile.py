@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/grading_profile.py                 # every assignment, 4 kinds
     .venv/bin/python benchmarks/grading_profile.py --assignments 01_value --rounds 3
 
-For each assignment, the four kinds of submission of ``make_class`` (benchmarks/
-class_scale.py: an honest one, a typical bug, half done, blank) are graded one after the
+For each assignment, the first four submissions of class_scale.py's class
+(``common.write_class`` with ``common.half_honest``) are graded one after the
 other in this process, as a grading worker grades them (``worker.task.Worker.run``:
 the notebooks made gradable, nbgrader's ``Autograde`` with ``GuardedExecute``, in the
 sandbox and under the course's limits), and the main process's share is timed too (the
@@ -32,7 +32,6 @@ for all. Not a test: the machine may be shared (the load average is printed).
 
 from __future__ import annotations
 
-import argparse
 import ast
 import functools
 import io
@@ -47,11 +46,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from class_scale import make_class  # noqa: E402
+import common
 
 PIECES = [
     "kernel start",
@@ -161,18 +156,24 @@ def sandbox_start(rounds: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--assignments", nargs="*", help="default: every one with solutions")
     parser.add_argument("--rounds", type=int, default=1, help="times each kind is graded")
     args = parser.parse_args()
 
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    os.environ.update(common.venv_env())
     from autograder.demo import demo_assignments
 
     assignments = args.assignments or demo_assignments()
-    work = Path(tempfile.mkdtemp(prefix="grading-profile-"))
+    with common.scratch("grading-profile-") as work:
+        per, sandbox = profile(work, assignments, args.rounds)
+    report(per, sandbox)
+
+
+def profile(work: Path, assignments: list[str], rounds: int):
+    """Each notebook's pieces per assignment, and bubblewrap's own start, in ``work``."""
     course_root = work / "course"
-    make_class(course_root, assignments, 4)
+    common.write_class(course_root, assignments, 4, common.half_honest, worked_quizzes=True)
     instrument()
     from autograder.course import open_course
     from autograder.grade.dispatch import Task
@@ -197,10 +198,8 @@ def main() -> None:
     subs, _ = discover(course, assignments, None)
     subs.sort(key=lambda s: (s.assignment, s.student))  # as grade dispatches them
     per: dict[str, list[dict[str, float]]] = defaultdict(list)
-    sandbox = sandbox_start(max(5, 3 * args.rounds))
-    quiet = os.dup(2)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # kernels' start-up chatter
-    try:
+    sandbox = sandbox_start(max(5, 3 * rounds))
+    with common.quiet_stderr():  # kernels' start-up chatter
         materials = {}
         for sub in subs:
             material = grading.material_for(sub.assignment)
@@ -208,7 +207,7 @@ def main() -> None:
                 folder = work / "material" / sub.assignment
                 unpack(material.archive, folder, material.digest)
                 materials[sub.assignment] = folder
-        for _r in range(args.rounds):
+        for _r in range(rounds):
             for i, sub in enumerate(subs):
                 task = Task(sub, folder_digest(sub.folder), "profile", 1)
                 job = grading.job(task, i)
@@ -250,15 +249,11 @@ def main() -> None:
                 row["probe requests"] = TIMES["probe requests"]
                 row["requests"] = TIMES["requests"]
                 per[sub.assignment].append({k: v / n for k, v in row.items()})
-    finally:
-        os.dup2(quiet, 2)
-        shutil.rmtree(work, ignore_errors=True)
-    report(per, sandbox)
+    return per, sandbox
 
 
 def report(per: dict[str, list[dict[str, float]]], sandbox: float) -> None:
-    load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; seconds per notebook")
+    print(f"load average {common.load_average(3, 2)}; seconds per notebook")
     cols = ["kernel start", "probe load", "imports", "cells", "hidden checks"]
     cols += ["kernel stop", "nbgrader", "worker other", "merge"]
     extra = ["probe requests", "requests"]

@@ -28,56 +28,20 @@ measured in the same run mean anything. Not a test.
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import common
+import nbformat
 
-import nbformat  # noqa: E402
-
-from autograder.course import NOTEBOOKS, SOLUTIONS  # noqa: E402
-from autograder.demo import demo_assignments, half_done, typical_bug  # noqa: E402
-
-
-def copy_course(dest: Path) -> None:
-    dest.mkdir(parents=True)
-    shutil.copy(ROOT / "nbgrader_config.py", dest)
-    skip = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
-    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=skip)
-    shutil.copytree(ROOT / "source", dest / "source", ignore=skip)  # links become files
-
-
-def make_class(course: Path, assignments: list[str], n: int) -> int:
-    count = 0
-    for a in assignments:
-        for path in sorted((SOLUTIONS / a).glob("*.ipynb")):
-            solution = nbformat.read(path, as_version=4)
-            blank = nbformat.read(NOTEBOOKS / a / path.name, as_version=4)
-            kinds = [solution, typical_bug(solution, blank), half_done(solution, blank), blank]
-            for i in range(n):
-                folder = course / "submitted" / f"student{i:03d}" / a
-                folder.mkdir(parents=True, exist_ok=True)
-                nbformat.write(kinds[i % len(kinds)], folder / path.name)
-                count += 1
-    return count
-
-
-def env() -> dict:
-    bindir = str(Path(sys.executable).parent)
-    return dict(os.environ, PATH=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
+from autograder.demo import demo_assignments
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, proc = common.run_timed(cmd, cwd)
     if proc.returncode not in (0, 1):
         print(proc.stdout[-2000:], proc.stderr[-3000:], sep="\n")
         raise SystemExit(f"{' '.join(cmd[:4])} failed ({proc.returncode})")
@@ -87,13 +51,9 @@ def timed(cmd: list[str], cwd: Path) -> float:
 def floor(course: Path, graded: list[Path], extra_arguments: list[str], timeout: int) -> float:
     """Seconds to run each notebook in a fresh kernel with nbclient, one after the other."""
     total = 0.0
-    quiet = os.dup(2)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the kernels' start-up warnings
-    try:
+    with common.quiet_stderr():  # the kernels' start-up warnings
         for path in graded:
             total += run_notebook(course, path, extra_arguments, timeout)
-    finally:
-        os.dup2(quiet, 2)
     return total
 
 
@@ -155,23 +115,22 @@ def per_lesson(course: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--n", type=int, default=6, help="submissions per assignment")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    common.add_jobs(parser)
+    common.add_keep(parser)
     args = parser.parse_args()
     assignments = demo_assignments()
     if not assignments:
         raise SystemExit("no assignment has solutions/ and notebooks/: run make generate")
-    work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
-    print(
-        f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
-        f"{args.jobs} cores; load average {os.getloadavg()[0]:.1f}; scratch {work}"
-    )
-    try:
+    with common.scratch("grading-bench-", keep=args.keep) as work:
+        print(
+            f"assignments: {', '.join(assignments)}; {args.n} submissions each; "
+            f"{args.jobs} cores; load average {common.load_average()}; scratch {work}"
+        )
         course = work / "course"
-        copy_course(course)
-        n = make_class(course, assignments, args.n)
+        common.copy_course(course)
+        n = common.write_class(course, assignments, args.n, common.in_turn)
         py = sys.executable
         for a in assignments:  # (a) needs the cells in its gradebook first
             timed([py, "-m", "nbgrader", "generate_assignment", a, "--force"], course)
@@ -210,10 +169,7 @@ def main() -> None:
             f"= {per_ours / per_floor:.2f}x   (target <= 1.3)"
         )
         per_lesson(work / "ours-1")
-        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        print(f"load average at the end: {common.load_average()}")
 
 
 if __name__ == "__main__":

@@ -17,16 +17,16 @@ rounds: 01_value 1.03x, 03_activations 0.97x (first runs, imports included: 1.31
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import common
+
+ROOT = common.ROOT
 LESSONS = ("01_value", "03_activations")
 
 # Run in the course folder given as argv[1]: every test cell's verdict on the solution.
@@ -81,13 +81,8 @@ print(json.dumps({"cpu": spent, "wall": wall, "results": results}))
 
 
 def old_course(dest: Path, commit: str) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "autograder", "source", "nbgrader_config.py"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    """The grader and source/ of ``commit``, coursekit beside the lessons."""
+    common.git_archive(dest, commit, ["autograder", "source", "nbgrader_config.py"])
     kit = dest / "source" / ".shared" / "coursekit.py"
     for lesson in LESSONS:  # coursekit beside each lesson, as place_coursekit links it
         if kit.exists():
@@ -107,16 +102,15 @@ def once(course: Path, lesson: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--before", default="b4ac43c")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from autograder.course import place_coursekit
 
     place_coursekit(ROOT)
-    with tempfile.TemporaryDirectory() as tmp:
-        before = old_course(Path(tmp) / "before", args.before)
+    with common.scratch("hidden-regions-") as tmp:
+        before = old_course(tmp / "before", args.before)
         for lesson in LESSONS:
             runs: dict[str, list[dict]] = {"before": [], "now": []}
             for _ in range(args.rounds):

@@ -7,7 +7,12 @@ Each of the course's solutions (solutions/<assignment>/*.ipynb, outputs cleared)
 with nbclient from a fresh kernel to its shutdown, as the grader runs it, once with
 jupyter_client's kernel manager ("none") and once with ``SandboxedKernelManager``
 ("bubblewrap"), interleaved (the order alternates by round) so both see the same machine
-load. Same kernel arguments and environment for both, so only the sandbox differs. Also
+load. Same kernel arguments and environment for both, so only the sandbox differs. The
+cells run are those grading runs (``GuardedExecute``): the cell tagged ``engine`` runs
+the course's engine in its place (``verdicts.engine_code``), not ``engine("mine", ...)``,
+which reads the earlier lessons' notebooks from the folders beside this one (the sandbox
+shows the kernel its own folder only), and cells tagged demo or practice are left out
+(a quiz's practice round needs its notebook beside the kernel). Also
 timed: starting a kernel, getting its first reply and shutting it down (an empty
 notebook). Printed per notebook and in total, with the ratio (target <= 1.15x). The machine
 may be shared: the load average is printed; only ratios from the same run mean anything.
@@ -16,34 +21,47 @@ Not a test.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import common
+import nbformat
+from jupyter_client.manager import AsyncKernelManager
 
-import nbformat  # noqa: E402
-from jupyter_client.manager import AsyncKernelManager  # noqa: E402
-
-from autograder.course import SOLUTIONS  # noqa: E402
-from autograder.kernel.bwrap import matplotlib_cache  # noqa: E402
-from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status  # noqa: E402
+from autograder.course import SOLUTIONS
+from autograder.kernel.bwrap import matplotlib_cache
+from autograder.kernel.sandbox import BUBBLEWRAP, SandboxedKernelManager, sandbox_status
+from autograder.preprocessors.execute import ENGINE_TAG, GuardedExecute
+from autograder.verdicts.api import engine_code
 
 MANAGERS = {"none": AsyncKernelManager, "bubblewrap": SandboxedKernelManager}
 ARGS = ["--HistoryManager.hist_file=:memory:"]
+SKIP_TAGS = GuardedExecute().skip_tags  # cells grading does not run: demo, practice
 
 
 def cleared(path: Path) -> nbformat.NotebookNode:
+    """The solution's code cells that grading runs, outputs cleared, as GuardedExecute
+    runs them: the course's engine in place of the cell tagged ``engine``
+    (``engine("mine", ...)`` needs the earlier lessons' folders, which neither grading nor
+    the sandbox has), and no demonstration or practice cell."""
     nb = nbformat.read(path, as_version=4)
+    engine = engine_code(path.parent.name)
+    kept = []
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+        if cell.cell_type != "code":
+            continue
+        md, tags = cell.metadata.get("nbgrader", {}), cell.metadata.get("tags", [])
+        graded = md.get("solution") or md.get("grade")
+        if not graded and any(t in tags for t in SKIP_TAGS):
+            continue
+        if engine and not graded and ENGINE_TAG in tags:
+            cell.source = engine
+        cell.outputs, cell.execution_count = [], None
+        kept.append(cell)
+    nb.cells = kept
     return nb
 
 
@@ -76,7 +94,7 @@ def run_once(nb, folder: Path, manager: type, timeout: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=int, default=120)
     args = parser.parse_args()
@@ -89,7 +107,13 @@ def main() -> None:
         os.environ.setdefault(name, "1")  # as grade's workers set them
     matplotlib_cache()  # made once per machine and environment, not per run
 
-    work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    with common.scratch("sandbox-bench-") as work:
+        notebooks, times = measure(work, args.rounds, args.timeout)
+    report(notebooks, times, args.rounds)
+
+
+def measure(work: Path, rounds: int, timeout: int):
+    """The solutions' (name, path, folder) and their seconds by (label, manager)."""
     notebooks = []
     for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
         folder = work / path.parent.name
@@ -97,26 +121,22 @@ def main() -> None:
         notebooks.append((path.parent.name, path, folder))
     empty = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass")])
     times: dict[tuple[str, str], list[float]] = {}
-    quiet = os.dup(2)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the kernels' start-up chatter
-    try:
+    with common.quiet_stderr():  # the kernels' start-up chatter
         for name in MANAGERS:  # warm-up: imports, disk cache
-            run_once(nbformat.from_dict(empty), work, MANAGERS[name], args.timeout)
-        for r in range(args.rounds):
-            order = list(MANAGERS) if r % 2 == 0 else list(reversed(MANAGERS))
+            run_once(nbformat.from_dict(empty), work, MANAGERS[name], timeout)
+        for r in range(rounds):
             for label, path, folder in [("(kernel start)", None, work), *notebooks]:
-                for name in order:
+                for name in common.alternate(list(MANAGERS), r):
                     nb = nbformat.from_dict(empty) if path is None else cleared(path)
-                    seconds = run_once(nb, folder, MANAGERS[name], args.timeout)
+                    seconds = run_once(nb, folder, MANAGERS[name], timeout)
                     times.setdefault((label, name), []).append(seconds)
-    finally:
-        os.dup2(quiet, 2)
-        shutil.rmtree(work, ignore_errors=True)
+    return notebooks, times
 
-    load = os.getloadavg()
+
+def report(notebooks: list, times: dict, rounds: int) -> None:
     print(
-        f"{len(notebooks)} notebooks x {args.rounds} rounds, interleaved; load average "
-        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; median seconds per run"
+        f"{len(notebooks)} notebooks x {rounds} rounds, interleaved; load average "
+        f"{common.load_average(3, 2)}; median seconds per run"
     )
     print(f"{'':24} {'none':>8} {'bubblewrap':>11} {'ratio':>7}")
     totals = {name: 0.0 for name in MANAGERS}

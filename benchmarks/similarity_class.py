@@ -28,18 +28,15 @@ Not a test (tests/test_similarity.py checks what is found).
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
-import os
 import random
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import common
+
+common.on_path(common.ROOT, common.TESTS)
 
 from similarity_solutions import disguise  # noqa: E402
 
@@ -220,13 +217,12 @@ def alike(course, assignment: str, planted: set[frozenset], common: float) -> st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, paragraph=True)
     parser.add_argument("--students", type=int, default=300)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--common", type=float, default=sim.COMMON, help="find_pairs' common")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+    with common.scratch("similarity-class-") as root:
         t = time.perf_counter()
         planted = generate(root, args.students, args.seed)
         print(f"generated {args.students} students in {time.perf_counter() - t:.1f} s")
@@ -239,7 +235,7 @@ def main() -> None:
         pages = time.perf_counter() - t
         written = sum(1 for p in pairs if p.page)
         print(f"find_pairs: {found:.1f} s ({len(pairs)} pairs); write_pair_pages: {pages:.1f} s "
-              f"({written} pages); load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+              f"({written} pages); load average {common.load_average()}")  # fmt: skip
         print(f"{'assignment':20} {'subs':>5} {'pairs':>6} {'groups':>6} {'planted found':>14} "
               "most alike unplanted")  # fmt: skip
         for assignment, n in pairs.compared.items():

@@ -5,11 +5,8 @@ catch the classic bugs, each in the cell that grades the broken exercise and onl
 import pytest
 from catalogue import assert_catches, assert_passes, graded, ids
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    grade_class,
     mutate,
-    read,
     run_cells,
     verdict_of,
 )
@@ -196,20 +193,3 @@ def test_a_correct_method_keeps_its_share(solution, name, old, new, cell, share,
     assert not verdict.passed and verdict.credit == pytest.approx(share), verdict
     assert verdict.message.startswith(f"`{method}`"), verdict.message
     assert "credited:" in verdict.message, verdict.message
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_01_value(tmp_path):
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "rsub_swapped": mutate(read(SOURCE, A), *BUGS[6][1:3]),
-            "tuple_prev": mutate(read(SOURCE, A), *VARIANTS[0][1:3]),
-            "neg_broken": mutate(read(SOURCE, A), *SIBLINGS[0][1:3]),
-        },
-    )
-    assert scores["tuple_prev"] == full
-    assert scores["rsub_swapped"] == {**full, REFL: full[REFL] * 0.75}
-    # the share of a cell's points, in nbgrader's gradebook: -, ** and / still count
-    assert scores["neg_broken"] == {**full, ARITH: full[ARITH] * 0.75}

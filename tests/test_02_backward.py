@@ -21,7 +21,6 @@ from catalogue import (
 from helpers import (
     SOURCE,
     assert_blank_fails_each,
-    grade_class,
     mutate,
     read,
     run_cells,
@@ -957,21 +956,3 @@ def test_hidden_tests_accept_correct_variant(solution, name, changes):
 
 def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, EXERCISES)
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_02_backward(tmp_path):
-    solution = read(SOURCE, A)
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "leaves_only": apply(solution, bug("zero_grad zeroes only the leaves")),
-            "recursive": apply(solution, bug("topological_order_iterative by recursion")),
-            "kahn": apply(solution, KAHN),
-        },
-    )
-    assert sum(full.values()) == 16
-    assert scores["kahn"] == full
-    assert scores["leaves_only"] == {**full, ZERO: 0.0}
-    assert scores["recursive"] == {**full, ITER: 0.0}

@@ -6,11 +6,8 @@ import matplotlib
 import pytest
 from catalogue import assert_catches, assert_passes, find, graded, hidden_message, ids
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    grade_class,
     mutate,
-    read,
 )
 
 matplotlib.use("Agg")  # the notebook draws a figure; no window while testing
@@ -365,22 +362,6 @@ def test_hidden_messages_name_the_problem(solution):
 
 def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, EXERCISES)
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_03_activations(tmp_path):
-    solution = read(SOURCE, A)
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "relu_at_zero": mutate(solution, *BUGS[5][1:3]),
-            "tanh_identity": mutate(solution, *VARIANTS[11][1:3]),
-        },
-    )
-    assert sum(full.values()) == 16
-    assert scores["tanh_identity"] == full
-    assert scores["relu_at_zero"] == {**full, RELU: 0.0}
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,6 @@ run in full.
 import catalogue
 import matplotlib
 import nbformat
-import pasted_engines as pe
 import pytest
 from catalogue import (
     assert_catches,
@@ -27,12 +26,9 @@ from catalogue import (
     ids,
 )
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    grade_class,
     grade_id,
     mutate,
-    read,
 )
 
 matplotlib.use("Agg")  # the notebook draws figures; no window while testing
@@ -505,29 +501,3 @@ def _pasted(nb: nbformat.NotebookNode, cells: dict[str, str]) -> nbformat.Notebo
         if cell.cell_type == "code" and grade_id(cell) in cells:
             cell.source = cells[grade_id(cell)]
     return nb
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_05_mlp(tmp_path):
-    """Real nbgrader: a bug in MLP costs MLP's half of its exercise; a Layer that calls
-    forward() on its own Neuron (which passed) is graded on that Neuron, as in the lab."""
-    solution = read(SOURCE, A)
-    (loop,) = [v for v in VARIANTS if v[0] == "Neuron with a loop"]
-    forward = {
-        "mlp_neuron": pe.FORWARD_MODULE_NEURON,
-        "mlp_mlp": pe.FORWARD_LAYER_MLP,
-        "mlp_linear": pe.FORWARD_LINEAR_SEQUENTIAL,
-    }
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "relu_out": mutate(solution, *bug("relu on the output layer")),
-            "loop": mutate(solution, *loop[1:3]),
-            "forward": _pasted(solution, forward),
-        },
-    )
-    assert sum(full.values()) == 9
-    assert scores["loop"] == full
-    assert scores["forward"] == full
-    assert scores["relu_out"] == {**full, MLP: full[MLP] / 2}  # Layer's share is earned

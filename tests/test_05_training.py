@@ -25,12 +25,9 @@ from catalogue import (
     without_demos,
 )
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    grade_class,
     grade_id,
     mutate,
-    read,
     run_cells,
     verdict_of,
 )
@@ -592,20 +589,3 @@ def test_honest_answers_pass_their_shapes(solution):
     for cell in sorted(EXERCISES):
         result = verdict_of(ns, A, cell)
         assert result.passed and not result.flag, (cell, result)
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_05_training(tmp_path):
-    solution = read(SOURCE, A)
-    (softplus,) = [v for v in VARIANTS if v[0] == "BCE through softplus"]
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "plus_update": mutate(solution, *bug("update with += instead of -=")),
-            "softplus": mutate(solution, *softplus[1:3]),
-        },
-    )
-    assert sum(full.values()) == 11
-    assert scores["softplus"] == full
-    assert scores["plus_update"] == {**full, TRAIN: 0.0}

@@ -34,7 +34,6 @@ from helpers import (
     NOTEBOOKS,
     SOURCE,
     assert_blank_fails_each,
-    grade_class,
     grade_id,
     mutate,
     read,
@@ -278,22 +277,3 @@ def test_honest_answers_of_the_sets_operations_pass_their_shapes(solution):
 def test_the_set_is_graded_on_the_course_engine():
     assert hidden.ENGINE.names == ("Value",)
     assert set(hidden.TESTS) == EXERCISES
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_07_set_gradients(tmp_path):
-    solution = read(SOURCE, A)
-    (variant,) = [v for v in VARIANTS if v[0] == "reflected division by a power"]
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "not_averaged": mutate(solution, *bug("cross-entropy not averaged")),
-            "one_fix_left": mutate(solution, *bug("reflected division left out")),
-            "variant": mutate(solution, *variant[1:3]),
-        },
-    )
-    assert sum(full.values()) == 16
-    assert scores["variant"] == full
-    assert scores["not_averaged"] == {**full, CE: 0.0}
-    assert scores["one_fix_left"] == {**full, REFLECTED: 0.0}

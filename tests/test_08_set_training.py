@@ -8,16 +8,13 @@ The demonstration cells (tagged ``demo``) are skipped by grading and by
 """
 
 import matplotlib
-import nbformat
 import pytest
 from catalogue import assert_catches, assert_passes, find, flat, hidden_message, ids
 from helpers import (
     NOTEBOOKS,
     SOURCE,
     assert_blank_fails_each,
-    grade_class,
     mutate,
-    read,
     run_cells,
 )
 
@@ -716,35 +713,3 @@ IRIS_ARGS = {"test_xs": [[0.0] * 4] * 2, "max_steps": 200, "max_params": 100}
 def test_answers_of_the_wrong_shape_are_refused(op, args, good, bad):
     assert answers.problem(op, args, good) is None
     assert answers.problem(op, args, bad) is not None
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_08_set_training(tmp_path):
-    """Real nbgrader: full marks, nothing for the blank release, and a slip in Adam costs
-    only Adam's points (the Iris recipe, which uses Adam, is graded on the course's)."""
-    solution = read(SOURCE, A)
-    (variant,) = [v for v in VARIANTS if v[0] == "SGD: v = mu*v - lr*g, p += v"]
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "no_correction": mutate(solution, *bug("Adam without bias correction")),
-            "other_momentum": mutate(solution, *variant[1:3]),
-        },
-    )
-    assert sum(full.values()) == 17
-    assert scores["other_momentum"] == full
-    assert scores["no_correction"] == {**full, ADAM: 0.0}
-    # nbgrader put iris.csv beside the graded notebook, where the grading kernel read it
-    graded = tmp_path / "autograded" / "perfect" / A
-    assert (graded / "iris.csv").read_bytes() == (SOURCE / A / "iris.csv").read_bytes()
-    nb = nbformat.read(graded / "training.ipynb", as_version=4)
-    outputs = {
-        c.metadata.get("nbgrader", {}).get("grade_id"): "".join(
-            o.get("text", "") for o in c.outputs if o.output_type == "stream"
-        )
-        for c in nb.cells
-        if c.cell_type == "code"
-    }
-    assert outputs["training_iris_data"].startswith("150 flowers"), outputs["training_iris_data"]
-    assert "✓ train_test_split" in outputs[DATA], outputs[DATA]

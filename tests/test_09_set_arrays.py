@@ -18,11 +18,8 @@ from catalogue import (
     without_demos,
 )
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    grade_class,
     mutate,
-    read,
     run_cells,
 )
 
@@ -565,20 +562,3 @@ def test_every_given_is_claimed_by_its_exercise():
     claimed = {t for targets in module.EXERCISES.values() for t in targets}
     assert given and given <= claimed
     assert set(module.EXERCISES) <= set(module.TESTS)
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_09_set_arrays(tmp_path):
-    solution = read(SOURCE, A)
-    (kahn,) = [v for v in VARIANTS if v[0] == "backward by counting the uses (Kahn)"]
-    scores, full = grade_class(
-        tmp_path,
-        A,
-        {
-            "no_transpose": mutate(solution, *bug("@ without the transpose of B")),
-            "kahn": mutate(solution, *kahn[1:3]),
-        },
-    )
-    assert sum(full.values()) == 14
-    assert scores["kahn"] == full
-    assert scores["no_transpose"] == {**full, MATMUL: 0.0}

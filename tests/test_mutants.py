@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from helpers import SOURCE, STUDENT, failing_cells, read
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.mutation]  # make mutation
 
 ASSIGNMENTS = [
     "01_value",

@@ -5,6 +5,7 @@ was, so that no later cell of the student's sees a name of the probe's."""
 import json
 
 import nbformat
+import pytest
 from helpers import SOLUTIONS, grade_id, is_test_cell, notebook_path
 
 from autograder.kernel.limits import Limits
@@ -15,6 +16,7 @@ A = "01_value"
 NAMES = ("build", "plain", "lookup", "attach", "serve", "failure", "MIME", "OPERATIONS")
 
 
+@pytest.mark.slow  # starts real kernels
 def test_the_probe_keeps_to_a_namespace_of_its_own(tmp_path):
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
     first_test = next(i for i, cell in enumerate(nb.cells) if is_test_cell(cell))

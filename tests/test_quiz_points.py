@@ -73,6 +73,7 @@ def test_the_course_s_quizzes_agree_and_sync_changes_nothing():
     assert quizpoints.problems("01_value") == [] and quizpoints.sync("01_value") is False
 
 
+@pytest.mark.slow  # starts real kernels
 def test_changing_one_question_s_points_is_one_edit(tmp_path):
     """q2: 2 points to 3, in a copy of the course: before sync, problems name the test cell,
     the heading and the totals line; after it, all three say 3, and nbgrader, then grading,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import itertools
 import math
-import random
 import re
 
 import nbformat
@@ -21,7 +20,6 @@ from helpers import (
     SOLUTIONS,
     SOURCE,
     STUDENT,
-    ScratchCourse,
     failing_cells,
     grade_id,
     read,
@@ -661,36 +659,6 @@ def test_answer_keys_are_spread_over_the_letters(quiz, graders):
 
 
 # ---- real nbgrader ---------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_the_quizzes(tmp_path, solutions, quiz, graders):
-    course = ScratchCourse(tmp_path, list(QUIZ))
-    rng = random.Random(7)
-    for assignment, nb in solutions.items():
-        course.release(assignment)
-        blank = read(course.path / "notebooks", assignment)
-        course.submit("perfect", assignment, nb)
-        course.submit("blank", assignment, blank)
-        keys = graders[assignment].KEYS
-        lost = rng.sample(
-            sorted(q for q in keys if quiz.variant(assignment, "half", q).kind != "function"), 5
-        )
-        half = {
-            q: wrong_answer(
-                quiz.variant(assignment, "half", q),
-                keys[q].key(quiz.variant(assignment, "half", q)),
-            )
-            for q in lost
-        }
-        course.submit("half", assignment, with_answers(nb, assignment, half))
-        scores = course.autograde(assignment)
-        full = course.max_scores(assignment)
-        assert full == {cell_id(assignment, q): n for q, n in quiz.points(assignment).items()}
-        assert scores["perfect"] == full
-        assert set(scores["blank"].values()) == {0.0}
-        gone = {cell_id(assignment, q) for q in lost}
-        assert scores["half"] == {c: 0.0 if c in gone else p for c, p in full.items()}
 
 
 def test_solution_cells_run_in_order(solutions):

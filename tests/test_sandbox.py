@@ -167,6 +167,7 @@ print(json.dumps({
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_a_kernel_sees_only_its_copy_of_its_folder_and_writes_only_there(folder, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_WORKER", "secret-marker")
     monkeypatch.setenv("SOME_PASSWORD", "hunter2")
@@ -202,6 +203,7 @@ def test_a_kernel_sees_only_its_copy_of_its_folder_and_writes_only_there(folder,
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_no_network_no_capabilities_no_way_out(folder):
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
@@ -243,6 +245,7 @@ def test_no_network_no_capabilities_no_way_out(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_killing_every_visible_process_hurts_only_the_kernel(folder):
     bystander = subprocess.Popen(["sleep", "120"])
     try:
@@ -268,6 +271,7 @@ def test_killing_every_visible_process_hurts_only_the_kernel(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_nothing_outlives_the_kernel(folder):
     token = uuid.uuid4().hex
     nb = notebook(
@@ -311,6 +315,7 @@ def test_nothing_outlives_the_kernel(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_writable_space_is_capped(folder):
     nb = run(
         folder,
@@ -335,6 +340,7 @@ def test_writable_space_is_capped(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_numpy_matplotlib_and_graphviz_work_quietly(folder):
     nb = run(
         folder,
@@ -368,6 +374,7 @@ def test_numpy_matplotlib_and_graphviz_work_quietly(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_an_endless_loop_is_interrupted_and_the_kernel_goes_on(folder):
     nb = run(folder, "x = 1", "while True:\n    pass", "print('alive', x)", timeout=3)
     assert any("KeyboardInterrupt" in e or "CellTimeoutError" in e for e in errors(nb.cells[1]))
@@ -376,6 +383,7 @@ def test_an_endless_loop_is_interrupted_and_the_kernel_goes_on(folder):
 
 @needs_bwrap
 @pytest.mark.skipif(cgroups.cpu_status().level == cgroups.NONE, reason="no CPU groups here")
+@pytest.mark.slow  # starts real kernels
 def test_a_sandboxed_kernel_cannot_leave_its_cpu_group(folder):
     nb = notebook("""
         import ctypes, json, os, subprocess, sys
@@ -402,6 +410,7 @@ def test_a_sandboxed_kernel_cannot_leave_its_cpu_group(folder):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_a_kernel_that_ignores_interrupts_is_killed_with_everything_it_started(folder):
     from autograder.preprocessors.execute import RUNS, GuardedExecute
 

@@ -224,6 +224,7 @@ def test_malformed_messages_are_mended_or_dropped_and_deep_ones_measured_quickly
     assert time.perf_counter() - start < 0.1
 
 
+@pytest.mark.slow  # starts real kernels
 def test_a_long_traceback_an_update_storm_and_huge_metadata_are_capped(tmp_path):
     run = grade_cells(
         tmp_path,
@@ -250,6 +251,7 @@ def test_a_long_traceback_an_update_storm_and_huge_metadata_are_capped(tmp_path)
     assert run["outputs"][3] == [{"type": "stream", "name": "stdout", "text": "after\n"}]
 
 
+@pytest.mark.slow  # starts real kernels
 def test_messages_nbclient_would_fail_on_are_mended(tmp_path):
     """A display id that is a list stopped the whole notebook's grading (nbclient raised
     out of GuardedExecute); an execution count that is a mapping went into the notebook."""
@@ -272,6 +274,7 @@ def test_messages_nbclient_would_fail_on_are_mended(tmp_path):
 # -- what a kernel may send -----------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts real kernels
 def test_a_200_mb_message_is_never_read_and_stops_the_kernel(tmp_path):
     run = grade_cells(
         tmp_path,
@@ -288,6 +291,7 @@ def test_a_200_mb_message_is_never_read_and_stops_the_kernel(tmp_path):
     assert run["peak"] < 300 * MiB, run["peak"] / MiB  # was 700 MB and more
 
 
+@pytest.mark.slow  # starts real kernels
 def test_a_50_mb_traceback_stops_the_kernel_and_the_worker_stays_small(tmp_path):
     run = grade_cells(tmp_path, "raise ValueError('v' * (50 << 20))", "print('never')")
     assert stopped(run["outputs"][0]), run["outputs"]
@@ -295,6 +299,7 @@ def test_a_50_mb_traceback_stops_the_kernel_and_the_worker_stays_small(tmp_path)
     assert run["peak"] < 300 * MiB, run["peak"] / MiB
 
 
+@pytest.mark.slow  # starts real kernels
 def test_many_messages_past_the_cell_limit_stop_the_kernel(tmp_path):
     run = grade_cells(
         tmp_path,
@@ -310,6 +315,7 @@ def test_many_messages_past_the_cell_limit_stop_the_kernel(tmp_path):
     assert run["sizes"][0] < Limits().output + 10_000
 
 
+@pytest.mark.slow  # starts real kernels
 def test_the_kernels_own_output_file_is_capped_and_new_for_every_kernel(tmp_path):
     """Its stdout and stderr (fd 1 and 2, and ipykernel's copies of them) go to a file on
     the host: capped, made anew when a kernel starts and removed when it ends, so a later
@@ -383,6 +389,7 @@ def kill_spinners(token: str) -> None:
 
 
 @needs_cgroups
+@pytest.mark.slow  # starts real kernels
 def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_it(tmp_path):
     token = uuid.uuid4().hex
     for sandboxed in ("auto", "off"):
@@ -406,6 +413,7 @@ def test_everything_a_kernel_starts_stays_in_its_group_and_the_group_goes_with_i
 
 
 @needs_cgroups
+@pytest.mark.slow  # starts real kernels
 def test_a_kernels_group_has_its_cpu_share_and_counts_its_cpu():
     from autograder.kernel.sandbox import LimitedKernelManager
 
@@ -486,6 +494,7 @@ def test_a_cpu_hog_gets_one_core_while_an_honest_kernel_is_graded_alongside(tmp_
 
 
 @needs_cgroups
+@pytest.mark.slow  # starts real kernels
 def test_a_kernels_cpu_time_counts_all_its_processes(tmp_path):
     token = uuid.uuid4().hex
     try:
@@ -502,6 +511,7 @@ def test_a_kernels_cpu_time_counts_all_its_processes(tmp_path):
     assert run["seconds"] < 20
 
 
+@pytest.mark.slow  # starts real kernels
 def test_without_cgroups_each_process_has_its_own_cpu_time(tmp_path, monkeypatch):
     monkeypatch.setenv(cgroups.CPU_ENV, "none")
     run = grade_cells(

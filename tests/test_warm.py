@@ -77,6 +77,7 @@ def folders(tmp_path):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_the_next_notebook_takes_the_spare_and_sees_nothing_of_the_one_before(folders):
     token = uuid.uuid4().hex
     first, second = folders
@@ -125,6 +126,7 @@ def test_the_next_notebook_takes_the_spare_and_sees_nothing_of_the_one_before(fo
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_a_spare_started_for_other_files_is_shut_down_and_not_taken(folders):
     first, second = folders
     (second / "coursekit.py").write_text("GIVEN = 43\n")  # another assignment's files
@@ -138,6 +140,7 @@ def test_a_spare_started_for_other_files_is_shut_down_and_not_taken(folders):
 
 
 @needs_bwrap
+@pytest.mark.slow  # starts real kernels
 def test_a_spare_that_died_is_not_taken_and_the_notebook_is_graded(folders):
     first, _ = folders
     grade(notebook("print(1)"), first)

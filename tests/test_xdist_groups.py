@@ -7,6 +7,8 @@ with xdist 3.8: every fixture then ran once per worker, ~4 minutes of the suite)
 import subprocess
 import sys
 
+import pytest
+
 GROUPED = """
 import pytest
 
@@ -19,6 +21,7 @@ def test_where(n):
 """
 
 
+@pytest.mark.slow  # a pytest of its own, on two workers
 def test_tests_of_one_group_run_on_one_worker(tmp_path):
     (tmp_path / "test_grouped.py").write_text(GROUPED)
     proc = subprocess.run(
