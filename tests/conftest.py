@@ -21,6 +21,42 @@ def keep_recursion_limit():
     sys.setrecursionlimit(limit)
 
 
+def pytest_configure(config):
+    """The session's cache of graded notebooks (tests/catalogue.py): made by the process
+    that starts the session, before it starts any xdist worker (which inherits the
+    variable), so that both workers share it; removed when the session ends, never kept."""
+    import os
+    import tempfile
+
+    from catalogue import CACHE_ENV
+
+    if hasattr(config, "workerinput") or os.environ.get(CACHE_ENV):
+        return
+    os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="catalogue-cache-")
+    config._catalogue_cache = os.environ[CACHE_ENV]
+
+
+def pytest_unconfigure(config):
+    import os
+    import shutil
+
+    from catalogue import CACHE_ENV
+
+    folder = getattr(config, "_catalogue_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(CACHE_ENV, None)
+
+
+@pytest.fixture(scope="module")
+def solution(request):
+    """The instructor's notebook of the test module's assignment (the module's ``A``)."""
+    import nbformat
+    from catalogue import solution
+
+    return nbformat.from_dict(solution(request.module.A))
+
+
 # The session's hostile classes, each graded once (tests/hostile.py); make quick's rule.
 from hostile import confined_class, hostile_class  # noqa: E402, F401
 from lanes import no_kernels, pytest_addoption  # noqa: E402, F401

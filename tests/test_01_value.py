@@ -3,13 +3,10 @@ catch the classic bugs, each in the cell that grades the broken exercise and onl
 (the later exercises are graded on the course's version of the earlier ones)."""
 
 import pytest
+from catalogue import assert_catches, assert_passes, graded, ids
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    assert_fails_exactly,
-    failing_cells,
     mutate,
-    read,
     run_cells,
     verdict_of,
 )
@@ -132,18 +129,13 @@ EQUIVALENT_MUTANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
+    assert_passes(solution, A)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    assert_fails_exactly(mutate(solution, old, new), A, cells)
+    assert_catches(mutate(solution, old, new), A, cells)
 
 
 def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
@@ -153,14 +145,14 @@ def test_hard_coded_hand_backprop_fails_hidden_test_only(solution):
 """
     cell = next(c for c in solution.cells if "def backprop_by_hand" in c.source)
     body = cell.source[cell.source.index("    ### BEGIN SOLUTION") :]
-    failed = failing_cells(mutate(solution, body, numbers), A)
+    failed = graded(mutate(solution, body, numbers), A)
     assert set(failed) == {HAND}
     assert failed[HAND].startswith("backprop_by_hand: ") and ".grad should be" in failed[HAND]
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failing_cells(mutate(solution, old, new), A) == {}
+    assert_passes(mutate(solution, old, new), A)
 
 
 def test_blank_notebook_fails_each_check_with_one_line():
@@ -193,11 +185,9 @@ SIBLINGS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name, old, new, cell, share, method", SIBLINGS, ids=[s[0] for s in SIBLINGS]
-)
+@pytest.mark.parametrize("name, old, new, cell, share, method", SIBLINGS, ids=ids(SIBLINGS))
 def test_a_correct_method_keeps_its_share(solution, name, old, new, cell, share, method):
-    failed = failing_cells(mutate(solution, old, new), A)
+    failed = graded(mutate(solution, old, new), A)
     assert {c for c in failed if not c.startswith("cell ")} == {cell}, failed  # demos aside
     verdict = verdict_of(run_cells(mutate(solution, old, new), A, tests=False), A, cell)
     assert not verdict.passed and verdict.credit == pytest.approx(share), verdict

@@ -4,15 +4,10 @@ exercise."""
 
 import matplotlib
 import pytest
+from catalogue import assert_catches, assert_passes, find, graded, hidden_message, ids
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    assert_fails_exactly,
-    failing_cells,
     mutate,
-    read,
-    run_cells,
-    verdict_of,
 )
 
 matplotlib.use("Agg")  # the notebook draws a figure; no window while testing
@@ -313,67 +308,55 @@ EQUIVALENT_MUTANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
+    assert_passes(solution, A)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    assert_fails_exactly(mutate(solution, old, new), A, cells)
+    assert_catches(mutate(solution, old, new), A, cells)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failing_cells(mutate(solution, old, new), A) == {}
+    assert_passes(mutate(solution, old, new), A)
 
 
 def bug(name: str) -> tuple[str, str]:
-    return next((old, new) for n, old, new, _ in BUGS if n == name)
+    return find(BUGS, name)[1:3]
 
 
-def hidden_message(nb, cell: str) -> str:
-    """The message of the hidden test of ``cell`` on the notebook's work."""
-    result = verdict_of(run_cells(nb, A, tests=False), A, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
+def hidden(solution, name: str, cell: str) -> str:
+    """The message of the hidden test of ``cell`` on the bug ``name`` (the catalogue's)."""
+    return hidden_message(mutate(solution, *bug(name)), A, cell)
 
 
 def test_visible_messages_name_the_input(solution):
-    overflow = failing_cells(
-        mutate(solution, *bug("tanh from exp(2x), overflows")), A, visible=True
-    )[TANH]
+    overflow = graded(mutate(solution, *bug("tanh from exp(2x), overflows")), A, visible=True)[TANH]
     assert overflow == "(1000 * a).tanh() raised OverflowError: math range error", overflow
-    sigmoid = failing_cells(
-        mutate(solution, *bug("naive sigmoid, overflows at -1000")), A, visible=True
-    )[SIGMOID]
-    assert sigmoid.startswith("(-1000 * a).sigmoid() raised OverflowError"), sigmoid
-    kink = failing_cells(mutate(solution, *bug("relu passes gradient at 0 (>=)")), A, visible=True)[
-        RELU
+    sigmoid = graded(mutate(solution, *bug("naive sigmoid, overflows at -1000")), A, visible=True)[
+        SIGMOID
     ]
+    assert sigmoid.startswith("(-1000 * a).sigmoid() raised OverflowError"), sigmoid
+    kink = graded(mutate(solution, *bug("relu passes gradient at 0 (>=)")), A, visible=True)[RELU]
     assert kink == "d(a.relu())/da at a=0: expected 0, got 1.", kink
 
 
 def test_hidden_messages_name_the_problem(solution):
     """The op and what is wrong with it: the large input, the kink, the unnamed value, the
     missing out.grad, the wrong formula, the rebuilt graph."""
-    overflow = hidden_message(mutate(solution, *bug("tanh from exp(2x), overflows")), TANH)
+    overflow = hidden(solution, "tanh from exp(2x), overflows", TANH)
     assert "`tanh`:" in overflow and "raised OverflowError" in overflow, overflow
     assert "large inputs" in overflow
-    kink = hidden_message(mutate(solution, *bug("relu passes gradient at 0 (>=)")), RELU)
+    kink = hidden(solution, "relu passes gradient at 0 (>=)", RELU)
     assert "at x = 0 relu has a kink" in kink, kink
-    unnamed = hidden_message(mutate(solution, *bug("log domain error without the value")), EXPLOG)
+    unnamed = hidden(solution, "log domain error without the value", EXPLOG)
     assert "Value(0).log() raised ValueError, but its message should name" in unnamed, unnamed
-    no_grad = hidden_message(mutate(solution, *bug("sigmoid without * out.grad")), SIGMOID)
+    no_grad = hidden(solution, "sigmoid without * out.grad", SIGMOID)
     assert "`sigmoid`:" in no_grad and "multiplied by out.grad" in no_grad, no_grad
-    formula = hidden_message(mutate(solution, *bug("tanh derivative from the input")), TANH)
+    formula = hidden(solution, "tanh derivative from the input", TANH)
     assert "the OUTPUT tanh(x)" in formula, formula
-    rebuilt = hidden_message(mutate(solution, *bug("neuron rebuilds from .data")), NEURON)
+    rebuilt = hidden(solution, "neuron rebuilds from .data", NEURON)
     assert "do/dx1 should be" in rebuilt, rebuilt
 
 
@@ -381,8 +364,9 @@ def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, EXERCISES)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(1, 11))
+@pytest.mark.parametrize(
+    "seed", [1, *(pytest.param(seed, marks=pytest.mark.mutation) for seed in range(2, 11))]
+)
 def test_grad_set_instead_of_added_fails_every_op_on_every_seed(solution, seed):
     """Grading draws new inputs for every submission: two students with the same bug
     (`.grad =` for `.grad +=` in every activation) must lose the same points, whatever
@@ -394,5 +378,5 @@ def test_grad_set_instead_of_added_fails_every_op_on_every_seed(solution, seed):
     for cell in nb.cells:
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
             cell.source = re.sub(r"\.grad \+=", ".grad =", cell.source)
-    failed = set(failing_cells(nb, A, seed=seed))
+    failed = set(graded(nb, A, seed=seed))
     assert failed == EXERCISES - {NEURON}, failed

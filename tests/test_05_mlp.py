@@ -9,19 +9,26 @@ a broken network too, and no check depends on them. The solution and the blank r
 run in full.
 """
 
+import catalogue
 import matplotlib
 import nbformat
 import pytest
-from helpers import (
-    SOURCE,
-    assert_blank_fails_each,
+from catalogue import (
+    assert_catches,
+    assert_passes,
     assert_visible_and_hidden_fail,
-    departed,
-    failing_cells,
+    assert_visible_fails,
+    changed,
+    find,
+    flat,
+    graded,
+    hidden_message,
+    ids,
+)
+from helpers import (
+    assert_blank_fails_each,
     grade_id,
-    hidden_failure,
     mutate,
-    read,
 )
 
 matplotlib.use("Agg")  # the notebook draws figures; no window while testing
@@ -238,11 +245,6 @@ VARIANTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
 def graded_only(nb):
     """The notebook without its demo cells: only the engine cell (the course's lessons 1
     to 3, from the notebooks next to it) and the locked, solution and check cells."""
@@ -255,35 +257,24 @@ def graded_only(nb):
     return nb
 
 
-def failures(nb) -> dict[str, list[str]]:
-    """{grade id of failed cell: its message as a student sees it, line by line}."""
-    return {cell: message.splitlines() for cell, message in failing_cells(nb, A).items()}
-
-
 def test_solution_passes_every_check(solution):
     """The whole notebook, demos included."""
-    assert failing_cells(solution, A) == {}
+    assert_passes(solution, A)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
     """Each bug fails its exercise's hidden test, and its visible check too: a visible check
     may also fail for a bug in an exercise it builds on (layers use the student's Neuron)."""
     nb = graded_only(mutate(solution, old, new))
-    failed = failures(nb)
-    assert set(failed) == cells, failed
-    seen = failing_cells(nb, A, visible=True)
-    assert cells <= set(seen), seen
-    for lines in [*failed.values(), *(m.splitlines() for m in seen.values())]:
-        assert all(len(line) < 90 for line in lines), lines
+    assert_catches(nb, A, cells)
+    assert_visible_fails(nb, A, cells, exactly=False)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
     """Full marks, and every visible check passes."""
-    nb = graded_only(mutate(solution, old, new))
-    assert failures(nb) == {}
-    assert failing_cells(nb, A, visible=True) == {}
+    assert_passes(graded_only(mutate(solution, old, new)), A, visible=True)
 
 
 # Contract departures a student can make, code pasted from elsewhere among them: what the
@@ -424,21 +415,20 @@ DEPARTURES = [
 ]
 
 
-@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=ids(DEPARTURES))
 def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
     """The visible check fails the exercise (its message short), and so does its hidden
     test, on the notebook's own definitions."""
-    assert_visible_and_hidden_fail(graded_only(departed(solution, DEPARTURES, name)), A, cell)
+    assert_visible_and_hidden_fail(graded_only(changed(solution, changes)), A, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
-    (found,) = [b for b in BUGS if b[0] == name]
-    return found[1], found[2]
+    return find(BUGS, name)[1:3]
 
 
-def hidden_message(nb, cell: str) -> str:
-    """The message of the hidden test of ``cell`` on the notebook's work."""
-    return hidden_failure(graded_only(nb), A, cell)
+def broken(solution, name: str):
+    """The solution with the bug or departure ``name``, as the catalogue grades it."""
+    return graded_only(catalogue.broken(solution, BUGS, DEPARTURES, name=name))
 
 
 MESSAGES = [
@@ -458,17 +448,10 @@ CELLS = {
 }
 
 
-@pytest.mark.parametrize("name, check, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+@pytest.mark.parametrize("name, check, words", MESSAGES, ids=ids(MESSAGES))
 def test_hidden_messages_say_what_is_wrong(solution, name, check, words):
-    message = hidden_message(mutate(solution, *bug(name)), CELLS[check])
-    assert words in " ".join(message.split()), message
-
-
-def broken(solution, name: str):
-    """The solution with the bug or departure ``name``."""
-    if any(b[0] == name for b in BUGS):
-        return mutate(solution, *bug(name))
-    return departed(solution, DEPARTURES, name)
+    message = hidden_message(broken(solution, name), A, CELLS[check])
+    assert words in flat(message), message
 
 
 TANH = "tanh where relu is asked"
@@ -498,11 +481,11 @@ HINTS = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, said, unsaid", HINTS, ids=[h[0] for h in HINTS])
+@pytest.mark.parametrize("name, cell, said, unsaid", HINTS, ids=ids(HINTS))
 def test_hints_stand_on_their_evidence(solution, name, cell, said, unsaid):
-    nb = graded_only(broken(solution, name))
-    for message in (failing_cells(nb, A, visible=True)[cell], hidden_message(nb, cell)):
-        text = " ".join(message.split())
+    nb = broken(solution, name)
+    for message in (graded(nb, A, visible=True)[cell], hidden_message(nb, A, cell)):
+        text = flat(message)
         assert all(words in text for words in said), message
         assert not any(words in text for words in unsaid), message
 

@@ -10,19 +10,24 @@ tagged ``demo``: grading and ``failing_cells`` skip them.
 """
 
 import matplotlib
-import nbformat
 import pytest
-from helpers import (
-    SOURCE,
-    assert_blank_fails_each,
+from catalogue import (
+    assert_catches,
+    assert_passes,
     assert_visible_and_hidden_fail,
-    departed,
-    failing_cells,
+    assert_visible_fails,
+    changed,
+    find,
+    flat,
+    graded,
+    hidden_message,
+    ids,
+    without_demos,
+)
+from helpers import (
+    assert_blank_fails_each,
     grade_id,
-    hidden_failure,
-    is_demo,
     mutate,
-    read,
     run_cells,
     verdict_of,
 )
@@ -286,45 +291,22 @@ EQUIVALENT_MUTANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
-def without_demos(nb):
-    """The notebook as grading runs it: without the cells tagged ``demo``."""
-    nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if not is_demo(c)]
-    return nb
-
-
-def failures(nb) -> dict[str, list[str]]:
-    """{grade id of failed cell: its message as a student sees it, line by line}."""
-    return {cell: message.splitlines() for cell, message in failing_cells(nb, A).items()}
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
+    assert_passes(solution, A)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
     """Each bug fails its exercise's hidden test and nothing else, and its visible check."""
     nb = mutate(solution, old, new)
-    failed = failures(nb)
-    assert set(failed) == cells, failed
-    seen = failing_cells(without_demos(nb), A, visible=True)
-    assert set(seen) == cells, seen
-    for lines in [*failed.values(), *(m.splitlines() for m in seen.values())]:
-        assert all(len(line) < 90 for line in lines), lines
+    assert_catches(nb, A, cells)
+    assert_visible_fails(without_demos(nb), A, cells)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
     """Full marks, and every visible check passes."""
-    nb = without_demos(mutate(solution, old, new))
-    assert failures(nb) == {}
-    assert failing_cells(nb, A, visible=True) == {}
+    assert_passes(without_demos(mutate(solution, old, new)), A, visible=True)
 
 
 LABEL_INDEXED_BCE = """\
@@ -420,21 +402,22 @@ DEPARTURES = [
 ]
 
 
-@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+@pytest.mark.parametrize("name, changes, cell", DEPARTURES, ids=ids(DEPARTURES))
 def test_visible_and_hidden_agree_on_each_departure(solution, name, changes, cell):
     """The visible check fails the exercise (its message short), and so does its hidden
     test, on the notebook's own definitions."""
-    assert_visible_and_hidden_fail(without_demos(departed(solution, DEPARTURES, name)), A, cell)
+    assert_visible_and_hidden_fail(without_demos(changed(solution, changes)), A, cell)
 
 
 def bug(name: str) -> tuple[str, str]:
-    (found,) = [b for b in BUGS if b[0] == name]
-    return found[1], found[2]
+    return find(BUGS, name)[1:3]
 
 
-def hidden_message(nb, cell: str) -> str:
-    """The message of the hidden test of ``cell`` on the notebook's work."""
-    return hidden_failure(without_demos(nb), A, cell)
+def broken(solution, name: str):
+    """The solution with the bug or departure ``name``, as its own test grades it."""
+    if any(b[0] == name for b in BUGS):
+        return mutate(solution, *bug(name))
+    return without_demos(changed(solution, find(DEPARTURES, name)[1]))
 
 
 MESSAGES = [
@@ -451,17 +434,10 @@ MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=ids(MESSAGES))
 def test_hidden_messages_say_what_is_wrong(solution, name, cell, words):
-    message = hidden_message(mutate(solution, *bug(name)), cell)
-    assert words in " ".join(message.split()), message
-
-
-def broken(solution, name: str):
-    """The solution with the bug or departure ``name``."""
-    if any(b[0] == name for b in BUGS):
-        return mutate(solution, *bug(name))
-    return departed(solution, DEPARTURES, name)
+    message = hidden_message(broken(solution, name), A, cell)
+    assert words in flat(message), message
 
 
 NO_DECAY = "the rate never decays"
@@ -483,14 +459,14 @@ HINTS = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, said, unsaid, visible", HINTS, ids=[h[0] for h in HINTS])
+@pytest.mark.parametrize("name, cell, said, unsaid, visible", HINTS, ids=ids(HINTS))
 def test_hints_stand_on_their_evidence(solution, name, cell, said, unsaid, visible):
-    nb = without_demos(broken(solution, name))
-    messages = [hidden_message(nb, cell)]
+    nb = broken(solution, name)
+    messages = [hidden_message(nb, A, cell)]
     if visible:
-        messages.append(failing_cells(nb, A, visible=True)[cell])
+        messages.append(graded(without_demos(nb), A, visible=True)[cell])
     for message in messages:
-        text = " ".join(message.split())
+        text = flat(message)
         assert all(words in text for words in said), message
         assert not any(words in text for words in unsaid), message
 
@@ -532,7 +508,7 @@ def test_a_broken_lesson_5_costs_nothing_here(solution):
     """The hidden tests use the course's engine and network, whatever the engine cell
     loaded (the visible checks fail here; grading runs the course's engine in that cell)."""
     nb = mutate(solution, ENGINE_LINE, ENGINE_LINE + "\n" + BROKEN_NETWORK)
-    assert failing_cells(nb, A) == {}
+    assert graded(nb, A) == {}
 
 
 SHAPES = [  # the probe's answer to "loss" and "train", each missing a part

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from catalogue import assert_catches, assert_passes, find, flat, graded, hidden_message, ids
 from gradients_slips import (
     ACCUMULATE,
     BUGS,
@@ -33,8 +34,6 @@ from helpers import (
     NOTEBOOKS,
     SOURCE,
     assert_blank_fails_each,
-    assert_fails_exactly,
-    failing_cells,
     grade_id,
     mutate,
     read,
@@ -56,38 +55,22 @@ common = importlib.import_module("autograder.verdicts.hidden.common")
 EQUIVALENT_MUTANTS: dict[str, str] = {}
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
-    assert failing_cells(solution, A, visible=True) == {}
+    assert_passes(solution, A, visible=True)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_slip(solution, name, old, new, cells):
-    assert_fails_exactly(mutate(solution, old, new), A, cells, NAMES)
+    assert_catches(mutate(solution, old, new), A, cells, names=NAMES)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    nb = mutate(solution, old, new)
-    assert failing_cells(nb, A) == {}
-    assert failing_cells(nb, A, visible=True) == {}
+    assert_passes(mutate(solution, old, new), A, visible=True)
 
 
 def bug(name: str) -> tuple[str, str]:
-    (found,) = [b for b in BUGS if b[0] == name]
-    return found[1], found[2]
-
-
-def hidden_message(nb, cell: str) -> str:
-    """The message of the hidden test of ``cell`` on the notebook's work."""
-    message = failing_cells(nb, A)[cell]
-    assert all(len(line) < 90 for line in message.splitlines()), message
-    return " ".join(message.split())
+    return find(BUGS, name)[1:3]
 
 
 MESSAGES = [
@@ -135,10 +118,10 @@ MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=ids(MESSAGES))
 def test_hidden_messages_say_what_the_numbers_show(solution, name, cell, words):
-    message = hidden_message(mutate(solution, *bug(name)), cell)
-    assert words in message, message
+    message = hidden_message(mutate(solution, *bug(name)), A, cell)
+    assert words in flat(message), message
 
 
 def test_blank_notebook_fails_each_check_with_one_line():
@@ -228,8 +211,8 @@ def test_a_fault_left_alone_is_never_named(solution):
 )
 def test_visible_and_hidden_checks_agree_on_the_answers_form(solution, answer):
     nb = mutate(solution, KEY, f"faulty_ops = {answer!r}")
-    visible = failing_cells(nb, A, visible=True)[FAULTY]
-    hidden_ = failing_cells(nb, A)[FAULTY]
+    visible = graded(nb, A, visible=True)[FAULTY]
+    hidden_ = graded(nb, A)[FAULTY]
     assert visible == hidden_ == faults.form_problem(answer)
 
 
@@ -238,7 +221,7 @@ def test_a_wrong_answer_costs_its_question_and_keeps_the_key(solution, wrong):
     if set(wrong) == faults.FAULTY:
         return
     nb = mutate(solution, KEY, f"faulty_ops = {list(wrong)!r}")
-    failed = failing_cells(nb, A)
+    failed = graded(nb, A)
     assert set(failed) == {FAULTY}
     for op in faults.FAULTY - set(wrong):
         assert op not in failed[FAULTY]

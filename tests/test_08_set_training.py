@@ -8,19 +8,14 @@ The demonstration cells (tagged ``demo``) are skipped by grading and by
 """
 
 import matplotlib
-import nbformat
 import pytest
+from catalogue import assert_catches, assert_passes, find, flat, hidden_message, ids
 from helpers import (
     NOTEBOOKS,
     SOURCE,
     assert_blank_fails_each,
-    assert_fails_exactly,
-    failing_cells,
-    is_demo,
     mutate,
-    read,
     run_cells,
-    verdict_of,
 )
 
 from autograder.verdicts import answers
@@ -554,52 +549,26 @@ EQUIVALENT_MUTANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
-def failures(nb) -> dict[str, list[str]]:
-    """{grade id of failed cell: its message as a student sees it, line by line}."""
-    return {cell: message.splitlines() for cell, message in failing_cells(nb, A).items()}
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
-    assert failing_cells(solution, A, visible=True) == {}
+    assert_passes(solution, A, visible=True)
     run_cells(solution, A)  # the demonstrations too
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
-    assert_fails_exactly(mutate(solution, old, new), A, cells, NAMES)
+    assert_catches(mutate(solution, old, new), A, cells, names=NAMES)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
     nb = mutate(solution, old, new)
     if "self.state" in new:  # the dict of velocities is made in __init__
         nb = mutate(nb, "self.velocity = [0.0 for _ in self.params]", "self.state = {}")
-    assert failures(nb) == {}
+    assert_passes(nb, A)
 
 
 def bug(name: str) -> tuple[str, str]:
-    (found,) = [b for b in BUGS if b[0] == name]
-    return found[1], found[2]
-
-
-def graded_only(nb):
-    """The notebook without its demonstrations (grading skips them too)."""
-    nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if not is_demo(c)]
-    return nb
-
-
-def hidden_message(nb, cell: str) -> str:
-    result = verdict_of(run_cells(graded_only(nb), A, tests=False), A, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
+    return find(BUGS, name)[1:3]
 
 
 MESSAGES = [
@@ -651,10 +620,10 @@ MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=ids(MESSAGES))
 def test_hidden_messages_say_what_is_wrong(solution, name, cell, words):
-    message = hidden_message(mutate(solution, *bug(name)), cell)
-    assert words in " ".join(message.split()), message
+    message = hidden_message(mutate(solution, *bug(name)), A, cell)
+    assert words in flat(message), message
 
 
 def test_blank_notebook_fails_each_check_with_one_line():

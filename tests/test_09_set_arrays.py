@@ -5,18 +5,22 @@ the numbers suggest. The answers of the set's probe operations are believed only
 complete."""
 
 import matplotlib
-import nbformat
 import pytest
+from catalogue import (
+    assert_catches,
+    assert_passes,
+    assert_short,
+    find,
+    flat,
+    graded,
+    hidden_message,
+    ids,
+    without_demos,
+)
 from helpers import (
-    SOURCE,
     assert_blank_fails_each,
-    assert_fails_exactly,
-    failing_cells,
-    is_demo,
     mutate,
-    read,
     run_cells,
-    verdict_of,
 )
 
 from autograder.verdicts import answers
@@ -416,46 +420,25 @@ VARIANTS = [
 EQUIVALENT_MUTANTS: dict[str, str] = {}
 
 
-def graded_only(nb):
-    """The notebook without its demo cells (grading skips them too)."""
-    nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if not is_demo(c)]
-    return nb
-
-
-@pytest.fixture(scope="module")
-def solution():
-    return read(SOURCE, A)
-
-
 def test_solution_passes_every_check(solution):
-    assert failing_cells(solution, A) == {}
-    assert failing_cells(solution, A, visible=True) == {}
+    assert_passes(solution, A, visible=True)
 
 
-@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=[b[0] for b in BUGS])
+@pytest.mark.parametrize("name, old, new, cells", BUGS, ids=ids(BUGS))
 def test_hidden_tests_catch_bug(solution, name, old, new, cells):
     nb = mutate(solution, old, new)
-    assert_fails_exactly(nb, A, cells, {cell: (name,) for cell, name in NAMES.items()})
-    for message in failing_cells(graded_only(nb), A, visible=True).values():
-        assert all(len(line) < 90 for line in message.splitlines()), message
+    assert_catches(nb, A, cells, names={cell: (name,) for cell, name in NAMES.items()})
+    for message in graded(without_demos(nb), A, visible=True).values():
+        assert_short(message)
 
 
-@pytest.mark.parametrize("name, old, new", VARIANTS, ids=[v[0] for v in VARIANTS])
+@pytest.mark.parametrize("name, old, new", VARIANTS, ids=ids(VARIANTS))
 def test_hidden_tests_accept_correct_variant(solution, name, old, new):
-    assert failing_cells(mutate(solution, old, new), A) == {}
+    assert_passes(mutate(solution, old, new), A)
 
 
 def bug(name: str) -> tuple[str, str]:
-    (found,) = [b for b in BUGS if b[0] == name]
-    return found[1], found[2]
-
-
-def hidden_message(nb, cell: str) -> str:
-    result = verdict_of(run_cells(graded_only(nb), A, tests=False), A, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
+    return find(BUGS, name)[1:3]
 
 
 MESSAGES = [
@@ -489,17 +472,19 @@ MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=[m[0] for m in MESSAGES])
+@pytest.mark.parametrize("name, cell, words", MESSAGES, ids=ids(MESSAGES))
 def test_hidden_messages_say_what_is_wrong(solution, name, cell, words):
-    message = hidden_message(mutate(solution, *bug(name)), cell)
-    assert words in " ".join(message.split()), message
+    message = hidden_message(mutate(solution, *bug(name)), A, cell)
+    assert words in flat(message), message
 
 
 def test_blank_notebook_fails_each_check_with_one_line():
     assert_blank_fails_each(A, EXERCISES)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "seed", [0, *(pytest.param(seed, marks=pytest.mark.mutation) for seed in range(1, 6))]
+)
 def test_the_slips_are_caught_on_every_seed(solution, seed):
     """A sample of slips whose evidence depends on the drawn shapes and numbers; a broken
     unbroadcast costs its own exercise only (+ runs on the course's)."""
@@ -510,7 +495,7 @@ def test_the_slips_are_caught_on_every_seed(solution, seed):
         "unbroadcast takes the mean",
     ):
         (_, old, new, cells) = next(b for b in BUGS if b[0] == name)
-        assert set(failing_cells(mutate(solution, old, new), A, seed=seed)) == cells, name
+        assert set(graded(mutate(solution, old, new), A, seed=seed)) == cells, name
 
 
 # ---- trust: the set's operations -----------------------------------------------------------

@@ -3,9 +3,10 @@ lessons' catalogues, the message names the function or op at fault and shows wha
 expected and what came out (or, for an order, what is wrong with it), in lines under 90.
 
 Target (issue 11): at least 90 % of caught bugs get such a message, in each lesson; the
-rest must still name the function. Each mutant runs up to the cell it breaks (the lessons'
-own tests check that no other cell fails). The table of every message is printed (pytest
--s) for reading.
+rest must still name the function. Each mutant's first failure is read (the lessons' own
+tests check that no other cell fails) from its grading, which the lesson's catalogue test
+runs once per session (tests/catalogue.py): nothing runs again here. The table of every
+message is printed (pytest -s) for reading.
 """
 
 import re
@@ -16,9 +17,7 @@ import test_02_backward as lesson2
 import test_03_activations as lesson3
 import test_05_mlp as lesson5
 import test_05_training as lesson5b
-from helpers import SOURCE, failing_cells, mutate, read
-
-pytestmark = pytest.mark.slow
+from catalogue import changed, changes_of, first_failure, graded, solution
 
 # The names a message may use for the function or op that a test cell grades.
 NAMES = {
@@ -79,15 +78,9 @@ def catalogue(assignment: str):
     """(bug name, mutated notebook) for every one-bug submission of ``assignment`` that
     its lesson's tests define."""
     module = LESSONS[assignment]
-    solution = read(SOURCE, assignment)
     for bug in module.BUGS:
-        name, changes = bug[0], bug[1]
-        if isinstance(changes, str):
-            changes = [(bug[1], bug[2])]
-        nb = solution
-        for old, new in changes:
-            nb = mutate(nb, old, new)
-        if assignment == "05_mlp":
+        name, nb = bug[0], changed(solution(assignment), changes_of(bug))
+        if assignment == "05_mlp":  # as its catalogue test runs them
             nb = lesson5.graded_only(nb)
         yield name, nb
 
@@ -107,7 +100,7 @@ def test_messages_name_the_function_and_show_expected_vs_got(assignment):
     """One lesson at a time (so that the lessons spread over the test workers)."""
     rows, named, shown, total = [], 0, 0, 0
     for name, nb in catalogue(assignment):
-        for cell, message in failing_cells(nb, assignment, first=True).items():
+        for cell, message in first_failure(graded(nb, assignment)).items():
             if cell not in NAMES:  # an ungraded demo cell
                 continue
             total += 1

@@ -168,27 +168,46 @@ def order_problem(entry: dict, program: Program, named: bool = True) -> str | No
 
 
 def check_orders(kernel: Kernel, function: str, count: int, deep: list = ()) -> None:
-    cases = programs(kernel.rng, count)
-    specs = [p.spec(leaves) for p, leaves in cases]
-    specs += [
-        {"leaves": [1.0], "steps": [[s.op, list(s.args)] for s in p.steps], "deep": True}
-        for p in (deep_program(kind, n) for kind, n in deep)
+    """``function``'s orders of ``count`` random graphs, then (once those are valid) of the
+    ``deep`` ones, in a request of their own: a sort that repeats nodes (no visited set)
+    does exponential work on the deep diamonds, and would spend the whole timeout there
+    before the random graphs could say what is wrong."""
+    cases = [
+        (program, leaves, f"f = {short(program.text(), 84)}\nat {inputs_text(leaves)}")
+        for program, leaves in programs(kernel.rng, count)
+    ]
+    _check_sorted(kernel, function, cases, named=True)
+    if deep:
+        cases = [
+            (
+                deep_program(kind, n),
+                [1.0],
+                f"on a chain {n:,} deep: v = x + x + ... + x"
+                if kind == "chain"
+                else f"on a graph {2 * n:,} deep: v = 0.5*v + 0.5*v, {n:,} times over",
+            )
+            for kind, n in deep
+        ]
+        _check_sorted(kernel, function, cases, named=False)
+
+
+def _check_sorted(kernel: Kernel, function: str, cases: list, named: bool) -> None:
+    """Fail on the first of ``cases`` (program, leaves, where) that ``function`` does not
+    sort; ``named``: the random graphs, whose nodes messages name by their code."""
+    specs = [
+        program.spec(leaves)
+        if named
+        else {
+            "leaves": leaves,
+            "steps": [[s.op, list(s.args)] for s in program.steps],
+            "deep": True,
+        }
+        for program, leaves, _ in cases
     ]
     results = kernel.run(
         "order", value="Value", function=function, what=f"{function}(f)", programs=specs
     )
-    for k, entry in enumerate(results):
-        if k < len(cases):
-            program, leaves = cases[k]
-            where = f"f = {short(program.text(), 84)}\nat {inputs_text(leaves)}"
-        else:
-            kind, n = deep[k - len(cases)]
-            program, leaves = deep_program(kind, n), [1.0]
-            where = (
-                f"on a chain {n:,} deep: v = x + x + ... + x"
-                if kind == "chain"
-                else f"on a graph {2 * n:,} deep: v = 0.5*v + 0.5*v, {n:,} times over"
-            )
+    for (program, _, where), entry in zip(cases, results):
         if entry.get("borrowed"):
             fail(
                 f"{function} calls coursekit's {_walk(entry['borrowed'])}: write the graph "
@@ -201,7 +220,7 @@ def check_orders(kernel: Kernel, function: str, count: int, deep: list = ()) -> 
             fail(f"{function} hit the recursion limit on {deep_text}: use a stack")
         if entry.get("limit"):
             fail(f"{function} changed the recursion limit on {deep_text}: use a stack instead")
-        problem = order_problem(entry, program, named=k < len(cases))
+        problem = order_problem(entry, program, named=named)
         if problem:
             fail(f"{function}(f) is not a valid order: {problem}\n{where}")
 
