@@ -48,6 +48,14 @@ def pytest_unconfigure(config):
         os.environ.pop(CACHE_ENV, None)
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that takes ``solution`` runs whole notebooks (the course's, or mutants of it
+    from its catalogue): an end-to-end run, so ``slow``, which ``make quick`` leaves out."""
+    for item in items:
+        if "solution" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="module")
 def solution(request):
     """The instructor's notebook of the test module's assignment (the module's ``A``)."""

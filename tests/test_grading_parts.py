@@ -134,6 +134,7 @@ def test_a_submission_travels_as_the_bytes_make_gradable_reads(tmp_path):
     assert "data/points.csv" in here[1][0].text
 
 
+@pytest.mark.slow  # starts real kernels
 def test_kernels_start_under_their_limits(tmp_path):
     limits = Limits(memory=2 * GiB, file_size=5_000_000)
     probe = (

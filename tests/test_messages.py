@@ -19,6 +19,10 @@ import test_05_mlp as lesson5
 import test_05_training as lesson5b
 from catalogue import changed, changes_of, first_failure, graded, solution
 
+# It reads the runs the lessons' catalogue tests made (tests/catalogue.py); run without
+# them (make quick), it would make every one itself: an end-to-end run.
+pytestmark = pytest.mark.slow
+
 # The names a message may use for the function or op that a test cell grades.
 NAMES = {
     "value_test_add_mul": ("__add__", "__mul__"),
