@@ -233,33 +233,6 @@ def failing_cells(
     return failed
 
 
-def departed(nb: nbformat.NotebookNode, departures, name: str) -> nbformat.NotebookNode:
-    """``nb`` with the changes of the departure ``name`` (``departures``: rows of (name,
-    [(old, new)...], the test cell that must fail))."""
-    (changes,) = [d[1] for d in departures if d[0] == name]
-    for old, new in changes:
-        nb = mutate(nb, old, new)
-    return nb
-
-
-def hidden_failure(nb: nbformat.NotebookNode, assignment: str, cell: str) -> str:
-    """The message of the hidden test of ``cell`` on the notebook's work, which it must
-    fail, in lines under 90 characters."""
-    result = verdict_of(run_cells(nb, assignment, tests=False), assignment, cell)
-    assert not result.passed
-    assert all(len(line) < 90 for line in result.message.splitlines()), result.message
-    return result.message
-
-
-def assert_visible_and_hidden_fail(nb: nbformat.NotebookNode, assignment: str, cell: str) -> None:
-    """The visible check of ``cell`` fails (its message short), and so does its hidden
-    test, on the notebook's own definitions."""
-    seen = failing_cells(nb, assignment, visible=True)
-    assert cell in seen, seen
-    assert all(len(line) < 90 for line in seen[cell].splitlines()), seen[cell]
-    hidden_failure(nb, assignment, cell)
-
-
 # ---- real nbgrader in a scratch course ---------------------------------------------------
 
 
@@ -359,22 +332,6 @@ def _pycache(directory: str, names: list[str]) -> list[str]:
 # ---- the checks every lesson's tests make --------------------------------------------------
 
 
-def assert_fails_exactly(
-    nb: nbformat.NotebookNode,
-    assignment: str,
-    cells: set[str],
-    names: dict[str, tuple[str, ...]] | None = None,
-) -> None:
-    """``nb`` fails exactly the test cells ``cells``, each with message lines under 90;
-    with ``names``, each message names one of its cell's functions."""
-    failed = failing_cells(nb, assignment)
-    assert set(failed) == set(cells), failed
-    for cell, message in failed.items():
-        assert all(len(line) < 90 for line in message.splitlines()), message
-        if names is not None:
-            assert any(name in message for name in names[cell]), message
-
-
 def assert_blank_fails_each(assignment: str, exercises: set[str]) -> None:
     """The released notebook fails every exercise's visible check and hidden test with
     one short line that says it is not written yet."""
@@ -385,26 +342,6 @@ def assert_blank_fails_each(assignment: str, exercises: set[str]) -> None:
             message = failed[cell]
             assert len(message.splitlines()) == 1 and len(message) < 88, message
             assert "NotImplementedError" in message
-
-
-def grade_class(
-    tmp_path: Path, assignment: str, submissions: dict[str, nbformat.NotebookNode]
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """Autograde, with real nbgrader, the solution ("perfect"), the blank release ("blank")
-    and ``submissions``; check perfect gets full marks and blank none.
-
-    Returns (scores by student and test cell, max score by test cell)."""
-    course = ScratchCourse(tmp_path, [assignment])
-    course.release(assignment)
-    course.submit("perfect", assignment, read(SOURCE, assignment))
-    course.submit("blank", assignment, read(course.path / "notebooks", assignment))
-    for student, nb in submissions.items():
-        course.submit(student, assignment, nb)
-    scores = course.autograde(assignment)
-    full = course.max_scores(assignment)
-    assert scores["perfect"] == full
-    assert set(scores["blank"].values()) == {0.0}
-    return scores, full
 
 
 def records(course: Path, assignment: str = "01_value") -> dict[str, dict]:
