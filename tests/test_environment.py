@@ -215,3 +215,22 @@ def test_checker_refuses_duplicates_and_unknown_options(tmp_path):
     (tmp_path / "r.txt").write_text("--index-url https://example.org/simple\n")
     with pytest.raises(ValueError, match="not understood"):
         read_requirements(tmp_path / "r.txt")
+
+
+def test_reading_a_notebook_builds_no_iri_grammar():
+    """Every nbgrader command and JupyterLab's start import nbformat, which imports
+    jsonschema: from 4.25 on, that builds rfc3987-syntax's grammar (a second each time;
+    requirements-student.txt pins jsonschema below it). Checked in this environment."""
+    import subprocess
+    import sys
+
+    code = "import sys, nbformat, nbgrader.apps; print(sorted(set(sys.modules) & {M!r}))"
+    modules = {"rfc3987_syntax", "lark"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code.replace("{M!r}", repr(modules))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", f"importing nbformat loads {proc.stdout.strip()}"
