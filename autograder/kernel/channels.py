@@ -15,12 +15,15 @@ there, as after any crash). The worker goes on grading.
 from __future__ import annotations
 
 import contextlib
+import gc
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from queue import Empty
 
 import zmq
+import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
@@ -29,6 +32,55 @@ STOPPED = "KernelStopped"  # the ename of the note a stopped kernel's cell gets
 TICK = 0.25  # seconds between checks while the grader waits for a kernel
 GRACE = 1.0  # seconds a kernel may live on after a channel was dropped (it may be exiting)
 MiB = 1024**2
+
+
+def release(context: zmq.Context | None) -> None:
+    """Destroy ``context`` now, or, inside a garbage collection, once it is over.
+
+    A client or manager collected with others in a reference cycle finds its context's
+    record of sockets already empty (weak references are cleared before any finalizer
+    runs), so destroying the context there closes none of them and ``term()`` waits forever
+    for sockets still open: the grader, or the watcher, would hang in the middle of
+    whatever allocated (jupyter/jupyter_client#482). Once the collection is over, those
+    sockets' own finalizers have closed them."""
+    if context is None or context.closed or sys.is_finalizing():
+        return
+    if _collecting:
+        _after_collection.append(context)  # kept alive until then
+        return
+    with contextlib.suppress(Exception):
+        context.destroy(linger=0)
+
+
+_collecting = False
+_after_collection: list[zmq.Context] = []
+
+
+def _on_collection(phase: str, info: dict) -> None:
+    global _collecting
+    _collecting = phase == "start"
+    while not _collecting and _after_collection:
+        release(_after_collection.pop())
+
+
+gc.callbacks.append(_on_collection)
+
+
+class _ReleasedWhenCollected:
+    """A zmq context that, collected unclosed, is destroyed by ``release`` (pyzmq's own
+    ``__del__`` destroys it on the collecting thread)."""
+
+    def __del__(self) -> None:
+        if not self._shadow and not self.closed:
+            release(self)
+
+
+class Context(_ReleasedWhenCollected, zmq.Context):
+    """The context of a grading kernel's manager."""
+
+
+class AsyncContext(_ReleasedWhenCollected, zmq.asyncio.Context):
+    """The context of a grading kernel's client."""
 
 
 def capped_context(context: zmq.Context, message: int) -> zmq.Context:
@@ -197,12 +249,20 @@ class LimitedKernelClient(AsyncKernelClient):
     iopub_channel_class = Type(GuardedChannel)
 
     def _context_default(self) -> zmq.asyncio.Context:
+        self._created_context = True
         guard = self._guard()
-        context = super()._context_default()
+        context = AsyncContext()
         return capped_context(context, guard.limits.message) if guard else context
 
     def _guard(self) -> Guard | None:
         return getattr(self.parent, "guard", None)
+
+    def __del__(self) -> None:
+        """jupyter_client's own destroys the context on the collecting thread, which can
+        wait forever (``release``): the context is released instead."""
+        context = self._trait_values.get("context")  # never made here, if it was not
+        if self._created_context and context is not None and not self.channels_running:
+            release(context)
 
     def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
         """Never stdin or control: grading reads neither, and what a kernel sent there
