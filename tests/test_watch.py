@@ -281,7 +281,7 @@ def test_stopped_in_the_middle_of_grading_it_loses_no_submission(tmp_path, sig):
     the next start grades that submission and what arrived meanwhile, each once."""
     course = course_at(tmp_path / "course")
     slow = solution()  # its grading lasts long enough to be killed in the middle
-    slow.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(8)"))
+    slow.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(4)"))
     drop(course, "ada", slow)
     log = tmp_path / "watch.log"
     env = course_env(PYTHONPATH=str(ROOT))
