@@ -194,6 +194,11 @@ def test_practice_round_checks_at_once_and_explains(kit, capsys, monkeypatch, as
     for name, key in module.KEYS.items():
         p = q.practice(name)
         v = p.variant
+        capsys.readouterr()
+        p.answer(None)  # the practice cell as handed out: the answer goes inside .answer()
+        out = capsys.readouterr().out
+        assert p.right is False and out.startswith(f"✗ {v.name} is not answered yet"), out
+        assert ".answer(...)" in out and "answer cell" not in out, out
         assert v.seed == quiz.variant(assignment, ("practice", 0), name).seed
         expected = key.key(v)
         if v.kind == "function":

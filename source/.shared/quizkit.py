@@ -527,8 +527,11 @@ class Practice:
         """Check ``value`` against this practice variant: say whether it is right, and
         show the worked answer (``.right`` keeps the verdict)."""
         variant = self.variant
-        problem, value = answer_problem(variant.name, value, **variant.spec())
         self.right = False
+        if value is None:  # the cell as handed out: here the answer goes in the call
+            print(f"✗ {variant.name} is not answered yet: put your answer in .answer(...)")
+            return
+        problem, value = answer_problem(variant.name, value, **variant.spec())
         if problem is not None:
             print(f"✗ {problem}")
             return
