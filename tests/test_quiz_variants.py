@@ -247,6 +247,23 @@ def test_practice_answers_are_kept_in_the_notebook_encoded_and_nowhere_else():
     assert "practice" in GuardedExecute().skip_tags  # never run while grading
 
 
+def test_worked_answers_write_numbers_as_the_questions_do():
+    """No "2x + -0.5", "3x + 0" or "1x": every worked answer of every practice variant (and
+    of the numbers those variants draw) writes an expression as the question writes it."""
+    import re
+
+    sloppy = re.compile(r"\+ -|- -|x [+-] 0(?![.\d])|(?<![\d.])1x\b")
+    for assignment in QUIZ:
+        module = __import__(f"autograder.verdicts.hidden.{assignment}", fromlist=["KEYS"])
+        for name, key in module.KEYS.items():
+            for i in range(120):  # practice draws; the graded ones come from the same picks
+                v = quiz.variant(assignment, ("practice", i), name)
+                why = key.why(v, key.key(v))
+                assert not sloppy.search(why), (assignment, name, why)
+    assert quiz.affine(2.0, -0.5) == "2x - 0.5" and quiz.affine(3.0, 0.0) == "3x"
+    assert quiz.affine(1.0, 1.5) == "x + 1.5" and quiz.affine(-1.0, 0.0) == "-x"
+
+
 # ---- the practice round shows nothing that decides a graded answer --------------------------
 
 MANY = [f"s{i}" for i in range(200)] + ["ada", "Bob", "Zoë O'Neil", "a.b@uni.edu", "Straße"]

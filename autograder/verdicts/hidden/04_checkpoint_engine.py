@@ -10,15 +10,18 @@ from __future__ import annotations
 from .common import RefValue
 from .quiz import (
     Key,
+    affine,
     choice,
     function,
     g,
     line,
     number,
     order,
+    plus,
     practice_bank,
     run,
     sigmoid,
+    squared,
     tests,
     truth,
 )
@@ -67,7 +70,7 @@ def why_q3(v, key) -> str:
     return (
         f"f.backward() leaves x.grad = df/dx = y = {g(v.y)}. g.backward() then adds "
         f"dg/dx = {share[0]} = {g(share[1])} on top, because _backward adds (+=) and nothing "
-        f"set x.grad back to 0: {g(v.y)} + {g(share[1])} = {g(key)}. This is why training "
+        f"set x.grad back to 0: {g(v.y)} {plus(share[1])} = {g(key)}. This is why training "
         "loops zero the gradients before each backward()."
     )
 
@@ -75,8 +78,8 @@ def why_q3(v, key) -> str:
 def why_q11(v, key) -> str:
     times = "" if v.c == 1 else f" * {g(v.c)}"
     return (
-        f"y = tanh({g(v.k)}x){times}, so dy/dx = (1 - tanh({g(v.k * v.x)})**2) * {g(v.k)}"
-        f"{times} = (1 - {g(v.tanh)}**2) * {g(v.k)}{times} = {g(key)}: the local derivative "
+        f"y = tanh({affine(v.k, 0)}){times}, so dy/dx = (1 - tanh({g(v.k * v.x)})**2) * {g(v.k)}"
+        f"{times} = (1 - {squared(v.tanh)}) * {g(v.k)}{times} = {g(key)}: the local derivative "
         f"of tanh times that of {g(v.k)} * x (the chain rule){' and the factor' if times else ''}."
     )
 
@@ -84,9 +87,9 @@ def why_q11(v, key) -> str:
 def why_q13(v, key) -> str:
     scale = "" if v.c == 1 else f"{g(v.c)} * "
     return (
-        f"With u = {g(v.a)}x + {g(v.b)}: d log(1 + e**u)/du = e**u / (1 + e**u) = "
+        f"With u = {affine(v.a, v.b)}: d log(1 + e**u)/du = e**u / (1 + e**u) = "
         f"sigmoid(u), and du/dx = {g(v.a)}, so softplus_grad(x) = {scale}{g(v.a)} * "
-        f"sigmoid({g(v.a)}x + {g(v.b)}) (the chain rule). For example softplus_grad(0.5) = "
+        f"sigmoid({affine(v.a, v.b)}) (the chain rule). For example softplus_grad(0.5) = "
         f"{g(v.c * v.a * sigmoid(0.5 * v.a + v.b))}."
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from .common import RefValue, ref_nn
-from .quiz import Key, choice, function, g, number, order, practice_bank, tests, truth
+from .quiz import Key, choice, function, g, number, order, plus, practice_bank, tests, truth
 
 ASSIGNMENT = "06_checkpoint_mlp"
 REFERENCE = {
@@ -45,7 +45,7 @@ def why_q5(v, key) -> str:
     n, i = len(v.preds), v.i
     return (
         f"loss = sum((p - t)**2) / {n}, so dloss/dp{i} = 2 * (p{i} - t{i}) / {n} = 2 * "
-        f"({g(v.preds[i])} - {g(v.targets[i])}) / {n} = {g(key)}. Forgetting the division "
+        f"({g(v.preds[i])} {plus(-v.targets[i])}) / {n} = {g(key)}. Forgetting the division "
         f"by len(preds) gives {g(key * n)}."
     )
 

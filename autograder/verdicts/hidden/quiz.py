@@ -302,5 +302,22 @@ def g(x: float) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
+def affine(a: float, b: float) -> str:
+    """``a*x + b`` as the question writes it: "x", "-x", "2x - 0.5", "3x" (no "+ -", no
+    "+ 0", no "1x")."""
+    head = "x" if a == 1 else "-x" if a == -1 else f"{g(a)}x"
+    return f"{head} {plus(b)}" if b else head
+
+
+def plus(b: float) -> str:
+    """ "+ b" added to a sum as the text writes it: "+ 2", "- 9" (not "+ -9")."""
+    return f"+ {g(b)}" if b >= 0 else f"- {g(-b)}"
+
+
+def squared(x: float) -> str:
+    """x**2 as Python reads it: "(-0.25)**2", since -0.25**2 is -(0.25**2)."""
+    return f"({g(x)})**2" if x < 0 else f"{g(x)}**2"
+
+
 def sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
