@@ -47,17 +47,16 @@ OWNERS = {
 }
 
 
+def child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+
+
 @pytest.mark.parametrize("owner", list(OWNERS))
 def test_collecting_a_cycle_with_open_sockets_returns(owner):
-    code = CYCLE.format(make=OWNERS[owner])
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        proc = child(CYCLE.format(make=OWNERS[owner]))
     except subprocess.TimeoutExpired:
         pytest.fail(f"collecting a {owner} with open sockets hung the process")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -77,8 +76,6 @@ def test_a_closed_client_releases_nothing_twice():
         "from autograder.kernel import channels\n"
         "print(len(channels._after_collection))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    proc = child(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "0"

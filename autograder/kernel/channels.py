@@ -75,12 +75,8 @@ class _ReleasedWhenCollected:
             release(self)
 
 
-class Context(_ReleasedWhenCollected, zmq.Context):
-    """The context of a grading kernel's manager."""
-
-
 class AsyncContext(_ReleasedWhenCollected, zmq.asyncio.Context):
-    """The context of a grading kernel's client."""
+    """The context of a grading kernel's client, and of its manager."""
 
 
 def capped_context(context: zmq.Context, message: int) -> zmq.Context:
@@ -258,11 +254,9 @@ class LimitedKernelClient(AsyncKernelClient):
         return getattr(self.parent, "guard", None)
 
     def __del__(self) -> None:
-        """jupyter_client's own destroys the context on the collecting thread, which can
-        wait forever (``release``): the context is released instead."""
-        context = self._trait_values.get("context")  # never made here, if it was not
-        if self._created_context and context is not None and not self.channels_running:
-            release(context)
+        """Nothing: jupyter_client's own destroys the context on the collecting thread,
+        which can wait forever (``release``); the context, an ``AsyncContext``, is
+        released when it is collected."""
 
     def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
         """Never stdin or control: grading reads neither, and what a kernel sent there

@@ -42,7 +42,7 @@ from traitlets import DottedObjectName, Integer, Type, Unicode
 from . import bounds, bwrap, cgroups
 from . import limits as oslimits
 from .bwrap import BWRAP_ENV, SandboxUnavailable, bwrap_program
-from .channels import AsyncContext, Guard, LimitedKernelClient, capped_context, release
+from .channels import AsyncContext, Guard, LimitedKernelClient, capped_context
 
 __all__ = ["BWRAP_ENV", "SandboxUnavailable", "bwrap_program"]
 
@@ -193,12 +193,6 @@ class LimitedKernelManager(AsyncKernelManager):
     def _context_default(self):
         self._created_context = True
         return capped_context(AsyncContext(), self.limits.message)
-
-    def __del__(self) -> None:
-        super().__del__()  # closes the control socket and the connection file
-        context = self._trait_values.get("context")
-        if self._created_context and context is not None:
-            release(context)  # not left to a finalizer on the collecting thread
 
     def limited(self, cmd: list[str]) -> list[str]:
         """``cmd`` started through ``launch.py``, under the limits, in a new group."""
