@@ -33,8 +33,9 @@ generate: setup        ## rebuild notebooks/ and solutions/ from source/
 lab: setup             ## JupyterLab for students, on their working copy my-work/
 	$(PY) -m autograder lab
 
-release: setup          ## student edition (no answers) + solutions download, in release/
+release: setup          ## student edition (no answers), self-paced edition, solutions, in release/
 	$(PY) -m autograder release --to release/student-edition --zip
+	$(PY) -m autograder release --to release/self-paced --self-paced --zip
 	$(PY) -m autograder release --to release/solutions --solutions --zip
 
 self-check: setup      ## every notebook's visible checks, as a progress table

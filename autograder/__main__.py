@@ -129,6 +129,7 @@ def _release(args: argparse.Namespace) -> int:
         git=args.git,
         as_of=args.as_of,
         upto=args.upto,
+        self_paced=args.self_paced,
     )
 
 
@@ -205,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ASSIGNMENT",
         help="release every assignment up to and including this one; the ones before it "
         "are past (their course versions ship)",
+    )
+    when.add_argument(
+        "--self-paced",
+        action="store_true",
+        help="for learners on their own: every assignment, and the course's version of "
+        'every lesson in course/ (engine("course") works whenever they choose)',
     )
     p.add_argument(
         "--solutions",

@@ -9,6 +9,7 @@ the instructor notebooks directly, region by region.
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -480,6 +481,54 @@ def test_engine_course_runs_the_shipped_lessons_in_a_real_kernel(upto_3, tmp_pat
     client.execute()
     assert "02_backward/backward.ipynb is not next to" in engine.outputs[-1]["evalue"]
     shutil.rmtree(work)
+
+
+# ---- the self-paced edition: no due dates, the course's engines when the learner chooses ----
+
+
+def test_self_paced_edition_ships_every_lessons_course_version_and_no_answer(tmp_path, capsys):
+    """A learner on their own has no due dates to wait for: every lesson's course version
+    is in course/ from the start; quizzes and sets ship unsolved, and the leak scan still
+    guards them (only the lessons count as past)."""
+    dest = tmp_path / "self-paced"
+    assert edition.release(dest, self_paced=True) == 0
+    lessons = [a for a in ASSIGNMENTS if kind(a) == "lesson"]
+    course = dest / edition.COURSE_FOLDER
+    assert sorted(p.name for p in course.iterdir() if p.is_dir()) == lessons
+    assert sorted(p.name for p in (dest / "lessons").iterdir() if p.is_dir()) == ASSIGNMENTS
+    assert json.loads((dest / edition.MARKER).read_text())["past"] == lessons
+    assert "self-paced edition" in (course / "README.md").read_text()
+    assert edition.leaks(dest) == []
+    quiz = (dest / "lessons" / "04_checkpoint_engine" / "checkpoint_engine.ipynb").read_text()
+    assert "q2 = dd_dc * v.b" not in quiz
+    assert "past, with the course's version in course/: 01_value" in capsys.readouterr().out
+    code = (
+        "from coursekit import engine\n"
+        'Value, MLP = engine("course", "Value", "MLP")\n'
+        "x = Value(0.5)\n(x.tanh() * x).backward()\n"
+        "print(round(x.grad, 6), len(MLP(2, [3, 1]).parameters()))\n"
+    )
+    folder = dest / "lessons" / "07_set_gradients"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    want = round(math.tanh(0.5) + 0.5 * (1 - math.tanh(0.5) ** 2), 6)  # d(x tanh x)/dx
+    assert proc.stdout.splitlines()[-1] == f"{want} 13"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--self-paced", "--upto", "03_activations"], "not allowed with argument"),
+        (["--self-paced", "01_value"], "--self-paced releases every assignment"),
+        (["--self-paced", "--solutions"], "are for the student edition"),
+    ],
+)
+def test_self_paced_refuses_what_contradicts_it_in_one_line(tmp_path, args, words):
+    proc = autograder_cli("release", "--to", str(tmp_path / "out"), *args)
+    assert proc.returncode == 2 and words in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 # ---- the solutions download -------------------------------------------------------------

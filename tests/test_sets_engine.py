@@ -299,7 +299,8 @@ def test_course_says_in_one_line_that_a_lesson_is_not_out_yet(tmp_path):
     error = load(folder, "course", "Value")["error"]
     assert error == (
         "EngineNotFound: engine(): the course's 02_backward is not out yet: it comes once "
-        '02_backward is past its due date (until then, use "mine")'
+        '02_backward is past its due date (until then, use "mine"; on your own, without '
+        "due dates? the self-paced edition has it: see README.md)"
     )
 
 

@@ -21,6 +21,11 @@ reference engine and the grader. Students get the **student edition** instead::
                              the student notebooks, so no slide shows an answer)
     DIR/.gitignore           my-work/ and .venv/ stay out of git
 
+``--self-paced`` writes the edition for a learner on their own, who has no due dates:
+every assignment, and the course's version of every lesson in ``course/`` from the start,
+so that a set or a later lesson can switch to ``engine("course", ...)`` whenever the
+learner chooses (quizzes and problem sets ship unsolved, as in every edition).
+
 ``--solutions`` writes the self-learners' download instead: the executed solution
 notebooks (``solutions/``), with a README, and nothing else. ``--zip`` also writes
 ``DIR.zip``; ``--git`` makes DIR a git repository and commits the release in it.
@@ -349,11 +354,24 @@ def _selected(selected: list[str] | None) -> list[str]:
 
 
 def edition_plan(
-    selected: list[str] | None = None, *, as_of: datetime | None = None, upto: str | None = None
+    selected: list[str] | None = None,
+    *,
+    as_of: datetime | None = None,
+    upto: str | None = None,
+    self_paced: bool = False,
 ) -> Plan:
     """What a student edition holds (course/schedule.py): the ``selected`` assignments,
     or those up to and including ``upto`` (the ones before it past), or what the course's
-    ``c.Schedule.dates`` release by ``as_of`` (all of them, none past, without dates)."""
+    ``c.Schedule.dates`` release by ``as_of`` (all of them, none past, without dates).
+    ``self_paced``: every assignment, with every lesson past, for a learner on their own
+    who switches to the course's engine when they choose (quizzes and sets stay unsolved)."""
+    if self_paced:
+        if selected or upto is not None or as_of is not None:
+            raise ReleaseError(
+                "--self-paced releases every assignment: no names, --upto or --as-of"
+            )
+        every = assignments()
+        return Plan(every, [a for a in every if kind(a) == "lesson"])
     if upto is not None:
         if selected:
             raise ReleaseError("name the assignments to release or give --upto, not both")
@@ -472,6 +490,7 @@ def release(
     git: bool = False,
     as_of: str | None = None,
     upto: str | None = None,
+    self_paced: bool = False,
 ) -> int:
     """The ``release`` command: 0 when written and clean, 1 when something leaked, 2 when
     it could not be written. The student edition holds what ``edition_plan`` says (the
@@ -480,11 +499,13 @@ def release(
     dest = Path(dest).resolve()
     try:
         if solutions:
-            if as_of is not None or upto is not None:
-                raise ReleaseError("--as-of and --upto are for the student edition")
+            if as_of is not None or upto is not None or self_paced:
+                raise ReleaseError("--as-of, --upto and --self-paced are for the student edition")
             files = build_solutions(dest, selected)
         else:
-            plan = edition_plan(selected, as_of=schedule.as_of_date(as_of), upto=upto)
+            plan = edition_plan(
+                selected, as_of=schedule.as_of_date(as_of), upto=upto, self_paced=self_paced
+            )
             if not plan.released:
                 raise ReleaseError("nothing is released yet by c.Schedule.dates")
             files = build_student_edition(dest, plan.released, plan.past)

@@ -524,7 +524,8 @@ def engine(which: str, *names: str):
         if not shipped:
             raise EngineNotFound(
                 f"engine(): the course's {folder} is not out yet: it comes once {folder} "
-                'is past its due date (until then, use "mine")'
+                'is past its due date (until then, use "mine"; on your own, without due '
+                "dates? the self-paced edition has it: see README.md)"
             )
         path = shipped[0]
     if not nested:
