@@ -1,12 +1,13 @@
 """The course as a whole: source/ -> notebooks/ + solutions/ stays in step, and nothing
 secret is released."""
 
+import ast
 import json
 import re
 
 import nbformat
 import pytest
-from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell
+from helpers import NOTEBOOKS, ROOT, SOLUTIONS, SOURCE, is_test_cell, load_kit
 
 from autograder.course import assignments, kind, kit_files
 
@@ -169,6 +170,48 @@ def test_test_cells_print_short_lines_and_nothing_to_stderr():
             for line in str(text).splitlines():
                 assert len(line) < 90, f"{path}: output line of {len(line)} chars: {line}"
     assert seen
+
+
+def _visible_messages():
+    """(assignment, message) for every expect() and check_close() of every check cell,
+    as a student would read it: a placeholder stands for each value put into an f-string,
+    and check_close's own ": expected ..., got ..." ends it."""
+    for assignment in ASSIGNMENTS:
+        nb = nbformat.read(next((SOURCE / assignment).glob("*.ipynb")), as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not is_test_cell(cell):
+                continue
+            for node in ast.walk(ast.parse(cell.source.split("### BEGIN HIDDEN")[0])):
+                name = getattr(getattr(node, "func", None), "id", None)
+                if name == "expect" and len(node.args) > 1:
+                    arg, tail = node.args[1], ""
+                elif name == "check_close" and node.args:
+                    arg, tail = node.args[0], ": expected -0.123456, got -0.123456."
+                else:
+                    continue
+                if isinstance(arg, ast.JoinedStr):
+                    parts = [
+                        v.value if isinstance(v, ast.Constant) else "-0.1234567"
+                        for v in arg.values
+                    ]
+                    yield assignment, "".join(parts) + tail
+                elif isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    yield assignment, arg.value + tail
+
+
+def test_every_visible_failure_is_one_sentence_in_at_most_two_short_lines():
+    """What the students' guide promises: a check that fails says in one sentence what is
+    wrong, starting with ✗, in lines nbgrader's Validate does not cut (under 90)."""
+    failed = load_kit().CheckFailed
+    seen = 0
+    for assignment, message in _visible_messages():
+        seen += 1
+        lines = failed(message)._render_traceback_()
+        assert lines[0].startswith("✗ ") and len(lines) <= 2, (assignment, lines)
+        assert all(len(line) < 90 for line in lines), (assignment, lines)
+    assert seen > 150
+    long = failed("x" * 300)._render_traceback_()  # wrapped, never cut
+    assert "".join(line.lstrip("✗ ") for line in long) == "x" * 300
 
 
 def test_every_test_cell_reads_like_a_check():

@@ -249,6 +249,32 @@ def test_other_lessons_get_one_line_from_their_saved_outputs(course, monkeypatch
     assert len(lines) == len(lessons()) + 2
 
 
+def test_the_students_guide_shows_what_the_self_check_prints(course, monkeypatch):
+    """docs/students.md's example, made for real: lesson 1 with w1.grad slipped in
+    backprop_by_hand and the last check cell not run yet, nothing else started."""
+    doc = (ROOT / "docs" / "students.md").read_text()
+    shown = doc.split("prints something like:\n\n```\n", 1)[1].split("```", 1)[0]
+    first = lessons()[0]
+    path = next((course / first).glob("*.ipynb"))
+    nb = nbformat.read(SOLUTIONS / first / path.name, as_version=4)
+    (slip,) = [c for c in nb.cells if c.source.startswith("def backprop_by_hand")]
+    slip.source = slip.source.replace("w1.grad = g.x1.data *", "w1.grad = g.w1.data *")
+    assert "g.w1.data *" in slip.source
+    nbformat.write(nb, path)
+    kit, shell = load_selfcheck(), FakeShell()
+    monkeypatch.chdir(path.parent)
+    monkeypatch.syspath_prepend(str(path.parent))
+    for kit_module in KIT_MODULES:
+        monkeypatch.delitem(sys.modules, kit_module, raising=False)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    last_check = max(i for i, c in enumerate(code) if c.source.startswith('"""Check'))
+    for cell in code[:last_check]:  # from the last check cell on, nothing is run
+        shell.run(cell.source)
+    lines = quick_check(kit, shell, monkeypatch)
+    total = check_cells(course)
+    assert shown.replace("of 73 exercises", f"of {total} exercises").splitlines() == lines
+
+
 def test_a_check_that_loops_forever_is_stopped(monkeypatch):
     kit = load_selfcheck()
     monkeypatch.setattr(kit, "CHECK_SECONDS", 0.2)

@@ -54,7 +54,12 @@ class CheckFailed(AssertionError):
 
 
 def _lines(exc: BaseException) -> list[str]:
-    return str(exc).splitlines() or [type(exc).__name__]
+    """The message's lines, each wrapped to fit WIDTH after its "✗ " or indent."""
+    import textwrap
+
+    lines = [part for line in str(exc).splitlines()
+             for part in textwrap.wrap(line, WIDTH - 2, break_long_words=True) or [""]]
+    return lines or [type(exc).__name__]
 
 
 def _num(x: object) -> str:
