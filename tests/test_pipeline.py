@@ -191,8 +191,7 @@ def _visible_messages():
                     continue
                 if isinstance(arg, ast.JoinedStr):
                     parts = [
-                        v.value if isinstance(v, ast.Constant) else "-0.1234567"
-                        for v in arg.values
+                        v.value if isinstance(v, ast.Constant) else "-0.1234567" for v in arg.values
                     ]
                     yield assignment, "".join(parts) + tail
                 elif isinstance(arg, ast.Constant) and isinstance(arg.value, str):
