@@ -407,18 +407,53 @@ def record(cell, result: Verdict | None) -> None:
     md["verdict"] = result.as_dict() if result is not None else None
 
 
-def outputs_for(result: Verdict) -> list:
-    """What the student sees under the cell: one line, or the reason in a few."""
+def outputs_for(result: Verdict, shown: Sequence = ()) -> list:
+    """What the student sees under the cell: one line, or the reason in a few; and, when
+    the cell's visible check failed (an error among ``shown``, its outputs so far) while
+    the hidden tests gave points, a note that says why the two differ (``visible_note``)."""
     from nbformat.v4 import new_output
 
     if result.passed:
-        return [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
-    lines = result.message.split("\n")
-    return [
-        new_output(
-            "error",
-            ename="HiddenTestFailed",
-            evalue=lines[0],
-            traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])],
+        out = [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
+    else:
+        lines = result.message.split("\n")
+        out = [
+            new_output(
+                "error",
+                ename="HiddenTestFailed",
+                evalue=lines[0],
+                traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])],
+            )
+        ]
+    note = visible_note(result, shown)
+    if note:
+        out.append(new_output("stream", name="stdout", text=note + "\n"))
+    return out
+
+
+VISIBLE_STOPPED = (
+    "The visible check above failed: it runs your notebook as it is, and stops at its "
+    "first failure. The hidden tests grade this exercise's own code, each part on its "
+    "own, on fresh inputs and on the course's version of what it builds on:"
+)
+
+
+def visible_note(result: Verdict, shown: Sequence = ()) -> str:
+    """Why a cell shows a failed visible check above hidden tests that gave points ("" if
+    they agree): which parts earned what, in lines under 90. Only the grader's words."""
+    visible_failed = any(o.get("output_type") == "error" for o in shown)
+    if not visible_failed or result.flag or result.grader_error:
+        return ""
+    if result.passed:
+        return "\n".join(wrap(f"{VISIBLE_STOPPED} they passed, for full points."))
+    lines = result.message.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(CREDITED)), None)
+    if at is None or result.credit <= 0:
+        return ""
+    credited = " ".join(lines[at:])[len(CREDITED) :]
+    return "\n".join(
+        wrap(
+            f"{VISIBLE_STOPPED} credited {credited}; the other parts fail, as the hidden "
+            "tests' lines above say."
         )
-    ]
+    )
