@@ -942,3 +942,70 @@ def pow_named_other(source: str) -> str:
     begin, end = "### BEGIN SOLUTION\n", "    ### END SOLUTION"
     start = source.index(begin) + len(begin)
     return source[:start] + POW_OTHER_BODY + source[source.index(end, start) :]
+
+
+# ---- a cell started: one function written, the others still the stub ----------------------
+
+# The lecture's Neuron (tanh) pasted under the stub's Module, whose parameters() and
+# zero_grad() still raise NotImplementedError.
+STUB_MODULE_TANH_NEURON = """\
+class Module:
+    \"\"\"Something with parameters: the base class of every model in this lesson.\"\"\"
+
+    def parameters(self):
+        \"\"\"A list of every parameter (Value) of this module, in a fixed order.\"\"\"
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def zero_grad(self):
+        \"\"\"Set the grad of every parameter to 0.0.\"\"\"
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+
+class Neuron(Module):
+    def __init__(self, nin, nonlin=True):
+        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = Value(random.uniform(-1, 1))
+        self.nonlin = nonlin
+
+    def __call__(self, x):
+        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+        out = act.tanh() if self.nonlin else act
+        return out
+
+    def parameters(self):
+        return self.w + [self.b]
+"""
+
+# Lesson 1's reflected operations begun with __rsub__, written as a - b is (self first),
+# the other three still the stub's.
+RSUB_FIRST_REFLECTED = """\
+def __radd__(self, other):
+    \"\"\"other + self, for a plain number other.\"\"\"
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+def __rmul__(self, other):
+    \"\"\"other * self\"\"\"
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+def __rsub__(self, other):
+    \"\"\"other - self\"\"\"
+    return self - other
+
+
+def __rtruediv__(self, other):
+    \"\"\"other / self\"\"\"
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+Value.__radd__ = __radd__
+Value.__rmul__ = __rmul__
+Value.__rsub__ = __rsub__
+Value.__rtruediv__ = __rtruediv__
+"""

@@ -19,6 +19,11 @@ ADD, HAND, ARITH, REFL = (
     "value_test_reflected",
 )
 
+WRAP = "other = other if isinstance(other, Value) else Value(other)"
+FLOATS_ONLY = "other = Value(other) if isinstance(other, float) else other"
+ADD_WRAP = f'{WRAP}\n        out = Value(self.data + other.data, (self, other), "+")'
+MUL_WRAP = f'{WRAP}\n        out = Value(self.data * other.data, (self, other), "*")'
+
 # (description, old text, new text, the test cells that must fail)
 BUGS = [
     (
@@ -193,3 +198,27 @@ def test_a_correct_method_keeps_its_share(solution, name, old, new, cell, share,
     assert not verdict.passed and verdict.credit == pytest.approx(share), verdict
     assert verdict.message.startswith(f"`{method}`"), verdict.message
     assert "credited:" in verdict.message, verdict.message
+
+
+# A slip in exercise 1's + or * with a plain number (an int, as the lesson's later code
+# uses: self * -1, sum()) costs exercise 1's share, and only that: the hidden tests of
+# the exercises built on them run on the course's + and *. Their visible checks run on
+# the student's code and fail too: each says where it comes from (issue 42).
+NUMBER_SLIPS = [
+    ("__add__ without wrapping", ADD_WRAP, ADD_WRAP.split("\n")[1].strip(), "__add__"),
+    ("__add__ wraps only floats", ADD_WRAP, ADD_WRAP.replace(WRAP, FLOATS_ONLY), "__add__"),
+    ("__add__ wraps 0.0", ADD_WRAP, ADD_WRAP.replace("Value(other)", "Value(0.0)"), "__add__"),
+    ("__mul__ wraps only floats", MUL_WRAP, MUL_WRAP.replace(WRAP, FLOATS_ONLY), "__mul__"),
+]
+
+
+@pytest.mark.parametrize("name, old, new, method", NUMBER_SLIPS, ids=ids(NUMBER_SLIPS))
+def test_a_plain_number_slip_points_back_to_exercise_1(solution, name, old, new, method):
+    nb = mutate(solution, old, new)
+    seen = graded(nb, A, visible=True)
+    for cell in (ADD, ARITH, REFL):
+        assert cell in seen, seen
+        assert f"comes from {method}, lesson 1's exercise 1" in seen[cell], seen[cell]
+    failed = graded(nb, A)
+    assert {c for c in failed if not c.startswith("cell ")} == {ADD}, failed  # demos aside
+    assert f"`{method}`" in failed[ADD], failed[ADD]

@@ -589,3 +589,33 @@ def test_honest_answers_pass_their_shapes(solution):
     for cell in sorted(EXERCISES):
         result = verdict_of(ns, A, cell)
         assert result.passed and not result.flag, (cell, result)
+
+
+# train's points in three shares, the parts its text names (issue 42): a loop right in
+# every way but one part earns the other two; the message names the part at fault and
+# those credited. (bug or departure, the share earned, the part's words in its message)
+UPDATES, BATCHES, PROGRESS = (
+    "`train`'s updates",
+    "`train`'s mini-batches",
+    "`train`'s progress lines",
+)
+TRAIN_SHARES = [
+    ("train prints no line for the last step", [UPDATES, BATCHES], "should print"),
+    ("train prints the loss only", [UPDATES, BATCHES], "should print steps"),
+    ("train prints nothing (print_every ignored)", [UPDATES, BATCHES], "should print"),
+    ("batch_size ignored", [UPDATES, PROGRESS], "should use 4 samples"),
+    ("ys not taken from the batch", [UPDATES, PROGRESS], "another sample's y"),
+    ("training without zero_grad", [BATCHES, PROGRESS], "zero them before backward"),
+    ("learning rate never decays", [BATCHES, PROGRESS], "lr * (1 - lr_decay * k / steps)"),
+]
+
+
+@pytest.mark.parametrize("name, credited, words", TRAIN_SHARES, ids=ids(TRAIN_SHARES))
+def test_a_training_loop_earns_the_shares_of_its_right_parts(solution, name, credited, words):
+    nb = without_demos(broken(solution, name))
+    verdict = verdict_of(run_cells(nb, A, tests=False), A, TRAIN)
+    assert not verdict.passed and verdict.credit == pytest.approx(2 / 3), verdict
+    text = flat(verdict.message)
+    assert words in text, verdict.message
+    assert f"credited: {', '.join(credited)} (2 of 3 shares of the points)" in text, text
+    assert all(len(line) < 90 for line in verdict.message.splitlines()), verdict.message

@@ -176,6 +176,21 @@ ENGINES = [
         "wrapped only when int or float; the lesson's own later cells",
     ),
     Engine(
+        "reflected ops begun with __rsub__",
+        V,
+        {"value_reflected": pe.RSUB_FIRST_REFLECTED},
+        {
+            # nothing right yet, but not a blank cell either: every part's verdict shows
+            REFL: Expect(
+                credit=0.0,
+                visible_fails=True,
+                must=("`__rsub__`", "not written yet: `__radd__`, `__rmul__`, `__rtruediv__`"),
+                must_not=SLIPS,
+            ),
+        },
+        "__rsub__ written as self - other; the other reflected ops still the stub's",
+    ),
+    Engine(
         "__pow__(self, other) in the stub",
         V,
         {"value_arithmetic": pe.pow_named_other},
@@ -290,6 +305,24 @@ ENGINES = [
             LINEAR: FULL,
         },
         "the lecture's Neuron, squashing with tanh where relu is asked",
+    ),
+    Engine(
+        "tanh Neuron under the stub's Module",
+        M,
+        {"mlp_neuron": pe.STUB_MODULE_TANH_NEURON, "mlp_mlp": pe.REPO_LAYER_MLP},
+        {
+            # Module still the stub's: no share, but the Neuron's own slip is named
+            NEURON: Expect(
+                credit=0.0,
+                visible_fails=True,
+                must=(
+                    "tanh where relu is asked",
+                    "not written yet: `Module.parameters`, `Module.zero_grad`",
+                ),
+                must_not=(ORDER,),
+            ),
+        },
+        "the lecture's Neuron pasted under Module's stub (parameters, zero_grad unwritten)",
     ),
     Engine(
         "forward() nn",

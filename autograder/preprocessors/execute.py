@@ -382,7 +382,7 @@ class GuardedExecute(Execute):
         self._pending[cell.metadata["nbgrader"]["grade_id"]] -= 1
         verdicts.record(cell, result)
         if result is not None:
-            cell.outputs.extend(verdicts.outputs_for(result))
+            cell.outputs.extend(verdicts.outputs_for(result, cell.outputs))
         return True
 
     def _run_deferred(self, final: bool = False) -> None:

@@ -41,15 +41,53 @@ MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
 class GradingFailure(AssertionError):
     """A hidden test that did not pass; its message says why, in a few short lines.
     ``credit`` is the share of the cell's points earned all the same (an exercise that
-    asks for several functions credits each function that passes its own checks)."""
+    asks for several functions credits each function that passes its own checks).
+    ``unwritten``: True when every function the test grades is still a stub (the short
+    form says it all), False when some part was written; None when not known (a test of
+    one function: its message says)."""
 
-    def __init__(self, message: str, credit: float = 0.0):
+    def __init__(self, message: str, credit: float = 0.0, unwritten: bool | None = None):
         super().__init__(message)
         self.credit = credit
+        self.unwritten = unwritten
 
 
 def fail(message: str) -> None:
     raise GradingFailure(message)
+
+
+NOT_WRITTEN = "NotImplementedError"
+ALSO_FAILING = "also failing: "
+NOT_WRITTEN_YET = "not written yet: "
+CREDITED = "credited: "
+
+
+def is_unwritten(message: str) -> bool:
+    """A part's failure that says only that its function is still the stub."""
+    return NOT_WRITTEN in (str(message).splitlines() or [""])[0]
+
+
+def parts_failure(failures: Sequence[tuple[str, str]], right: Sequence[str], total: int):
+    """The failure of an exercise of several parts (``total``), of which ``failures``
+    ((name, message) of each part that failed, in order) did not pass and ``right``
+    did: every part's verdict in the message. It leads with the first part written but
+    wrong (a stub's NotImplementedError says less), then names the other parts that
+    fail, those not written yet and those credited, with their share of the points."""
+    wrong = [(n, m) for n, m in failures if not is_unwritten(m)]
+    stubs = [n for n, m in failures if is_unwritten(m)]
+    lead = (wrong or list(failures))[0]
+    lines = [lead[1]]
+    others = [n for n, _ in wrong if n != lead[0]]
+    if others:
+        lines.append(ALSO_FAILING + ", ".join(others))
+    stubs = [n for n in stubs if n != lead[0]]
+    if stubs:
+        lines.append(NOT_WRITTEN_YET + ", ".join(stubs))
+    if right:
+        lines.append(f"{CREDITED}{', '.join(right)} ({len(right)} of {total} shares of the points)")
+    return GradingFailure(
+        "\n".join(lines), credit=len(right) / total, unwritten=not wrong and not right
+    )
 
 
 def wrap(message: str, width: int = MAX_LINE) -> list[str]:
@@ -335,13 +373,25 @@ def failed_verdict(exc: GradingFailure, kernel: Kernel) -> Verdict:
     points (none when the submission is flagged)."""
     lines = wrap(str(exc))
     plain = wrap(without_heard(str(exc), kernel.heard))
-    if "NotImplementedError" in lines[0] and "credited:" not in str(exc):
+    if _unwritten(exc):
         lines, plain = lines[:1], plain[:1]  # not written yet: that says it all
     flag = "; ".join(dict.fromkeys(kernel.flags))
     credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
     return Verdict(
         False, "\n".join(lines), kernel.seed, flag=flag, credit=credit, plain="\n".join(plain)
     )
+
+
+def _unwritten(exc: GradingFailure) -> bool:
+    """Whether a failure says only that the cell is not written yet: every part a stub,
+    or (a test of one function) a first line that says NotImplementedError and no line
+    about other parts. Anything else shows every line: every part's verdict."""
+    unwritten = getattr(exc, "unwritten", None)
+    if unwritten is not None:
+        return bool(unwritten)
+    lines = str(exc).splitlines()
+    about_parts = (ALSO_FAILING, NOT_WRITTEN_YET, CREDITED)
+    return is_unwritten(str(exc)) and not any(ln.startswith(about_parts) for ln in lines)
 
 
 # ---- cells -------------------------------------------------------------------------------
@@ -357,18 +407,53 @@ def record(cell, result: Verdict | None) -> None:
     md["verdict"] = result.as_dict() if result is not None else None
 
 
-def outputs_for(result: Verdict) -> list:
-    """What the student sees under the cell: one line, or the reason in a few."""
+def outputs_for(result: Verdict, shown: Sequence = ()) -> list:
+    """What the student sees under the cell: one line, or the reason in a few; and, when
+    the cell's visible check failed (an error among ``shown``, its outputs so far) while
+    the hidden tests gave points, a note that says why the two differ (``visible_note``)."""
     from nbformat.v4 import new_output
 
     if result.passed:
-        return [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
-    lines = result.message.split("\n")
-    return [
-        new_output(
-            "error",
-            ename="HiddenTestFailed",
-            evalue=lines[0],
-            traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])],
+        out = [new_output("stream", name="stdout", text="✓ hidden tests: passed\n")]
+    else:
+        lines = result.message.split("\n")
+        out = [
+            new_output(
+                "error",
+                ename="HiddenTestFailed",
+                evalue=lines[0],
+                traceback=[f"✗ hidden tests: {lines[0]}", *("  " + ln for ln in lines[1:])],
+            )
+        ]
+    note = visible_note(result, shown)
+    if note:
+        out.append(new_output("stream", name="stdout", text=note + "\n"))
+    return out
+
+
+VISIBLE_STOPPED = (
+    "The visible check above failed: it runs your notebook as it is, and stops at its "
+    "first failure. The hidden tests grade this exercise's own code, each part on its "
+    "own, on fresh inputs and on the course's version of what it builds on:"
+)
+
+
+def visible_note(result: Verdict, shown: Sequence = ()) -> str:
+    """Why a cell shows a failed visible check above hidden tests that gave points ("" if
+    they agree): which parts earned what, in lines under 90. Only the grader's words."""
+    visible_failed = any(o.get("output_type") == "error" for o in shown)
+    if not visible_failed or result.flag or result.grader_error:
+        return ""
+    if result.passed:
+        return "\n".join(wrap(f"{VISIBLE_STOPPED} they passed, for full points."))
+    lines = result.message.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(CREDITED)), None)
+    if at is None or result.credit <= 0:
+        return ""
+    credited = " ".join(lines[at:])[len(CREDITED) :]
+    return "\n".join(
+        wrap(
+            f"{VISIBLE_STOPPED} credited {credited}; the other parts fail, as the hidden "
+            "tests' lines above say."
         )
-    ]
+    )

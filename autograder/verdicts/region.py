@@ -42,7 +42,7 @@ import sys
 import types
 
 from . import api
-from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict
+from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict, parts_failure
 from .exercises import CourseNotebook, is_pointer
 from .remote import ContentError, KernelError, Name, Opaque, Part, Remote, Run, Session, data_of
 
@@ -305,14 +305,7 @@ def _credit(runner: Run) -> None:
     if not failed:
         return
     right = [p.name for p in parts if p.failure is None]
-    lines = [failed[0].failure]
-    if len(failed) > 1:
-        lines.append("also failing: " + ", ".join(p.name for p in failed[1:]))
-    if right:
-        lines.append(
-            f"credited: {', '.join(right)} ({len(right)} of {len(parts)} shares of the points)"
-        )
-    raise GradingFailure("\n".join(lines), credit=len(right) / len(parts))
+    raise parts_failure([(p.name, p.failure) for p in failed], right, len(parts))
 
 
 def _refgrad(module: str, fromlist):

@@ -239,8 +239,54 @@ def check(
     one, otherwise each node's ``_backward``, last made first) and checks the gradients
     named in ``grads``.
     Example: ``check(Value, "a * b", {"a": 2.0, "b": -3.0}, data=-6.0,
-    grads={"a": -3.0, "b": 2.0})``.
+    grads={"a": -3.0, "b": 2.0})``. When an expression with a plain number fails, and
+    lesson 1's ``+`` or ``*`` cannot take a plain number on the right, the message says
+    that it comes from there.
     """
+    try:
+        _check(Value, expression, inputs, data, grads, backprop)
+    except CheckFailed as exc:
+        cause = _number_slip(Value) if _has_number(expression) else ""
+        if not cause:
+            raise
+        raise CheckFailed(f"{exc}\n{cause}") from None
+
+
+def _has_number(expression: str) -> bool:
+    """Whether ``expression`` may hand a plain number to ``+`` or ``*``: a number in it,
+    a ``sum()`` (which starts from 0) or a minus (``-a`` is ``a * -1`` in the lesson)."""
+    return any(ch.isdigit() for ch in expression) or "sum(" in expression or "-" in expression
+
+
+def _number_slip(Value: type) -> str:
+    """The line that names lesson 1's ``__add__`` or ``__mul__`` ("" if neither) when it
+    cannot take a plain number on the right: every expression with a number then fails
+    through it (``-a`` is ``a * -1``, ``2 + a`` is ``a + 2``), whichever exercise the
+    check is for."""
+    for op, method, want in (("+", "__add__", 3.5), ("*", "__mul__", 3.0)):
+        if not _gives(Value, op, Value, want):
+            continue  # not a slip with numbers: the method's own check says what it is
+        for number in (int, float):
+            if not _gives(Value, op, number, want):
+                two = number(2)
+                return (
+                    f"(this comes from {method}, lesson 1's exercise 1: Value(1.5) {op} "
+                    f"{two} fails;\na plain number on the right must be wrapped in a Value)"
+                )
+    return ""
+
+
+def _gives(Value: type, op: str, wrap: type, want: float) -> bool:
+    """Whether Value(1.5) op 2 is ``want``, with 2 as a ``wrap`` (Value, int or float)."""
+    try:
+        two = wrap(2)
+        out = Value(1.5) + two if op == "+" else Value(1.5) * two
+        return is_close(getattr(out, "data", None), want)
+    except Exception:
+        return False
+
+
+def _check(Value, expression, inputs, data, grads, backprop) -> None:
     try:
         names = {k: Value(v) for k, v in inputs.items()}
     except Exception as exc:

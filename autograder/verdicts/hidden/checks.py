@@ -158,6 +158,53 @@ def check_method(
     check_cases(ctx.kernel, cases, backprop="closures", given=ctx.given, tested=tested)
 
 
+INT_OPERANDS = (2, -1, 0)  # a * 4 in the lesson, self * -1 in __neg__, 0 + ... in sum()
+
+
+def check_int_operand(ctx, op: str) -> None:
+    """``Value(x) op n`` for plain ints ``n`` on the right (``INT_OPERANDS``): its data,
+    and x's gradient from the output's closure. The graphs of ``check_method`` hold
+    floats only, and the later exercises lean on ints (``self * -1``, ``sum()``): a
+    method that wraps only floats fails here, in its own exercise, and the exercises
+    built on it are graded on the course's version of it."""
+    method = {"+": "__add__", "*": "__mul__"}[op]
+    rng = ctx.rng
+    cases = [(round(rng.uniform(0.5, 2.0), 2), n) for n in INT_OPERANDS]
+    steps: list = [["name", "Value"]]
+    for x, n in cases:
+        a = len(steps)
+        steps += [
+            ["call", {"r": 0}, [x], {"d": []}],  # a = Value(x)
+            ["op", op, {"r": a}, n],  # out = a op n
+            ["attr", {"r": a + 1}, "data"],
+            ["setattr", {"r": a + 1}, "grad", 1.0],
+            ["attr", {"r": a + 1}, "_backward"],
+            ["call", {"r": a + 4}, [], {"d": []}],  # out._backward()
+            ["attr", {"r": a}, "grad"],
+        ]
+    snaps = ctx.kernel.run("script", steps=steps, given=ctx.given, what=f"`{method}`")
+    rule = "(wrap a plain number, int or float, in a Value: the lessons use a * 4 and self * -1)"
+    for k, (x, n) in enumerate(cases):
+        base = 1 + 7 * k
+        expr = f"Value({num(x)}) {op} {n}"
+        for i in range(base, base + 7):
+            snap = snaps[i]
+            if "e" in snap or "u" in snap:
+                error = snaps[snap["u"]]["e"] if "u" in snap else snap["e"]
+                what = expr if i <= base + 2 else f"backpropagating {expr}"
+                fail(f"`{method}`: {what} (an int on the right) raised {error}\n{rule}")
+        want = x + n if op == "+" else x * n
+        got = snaps[base + 2].get("v")
+        if not close(got, want):
+            fail(
+                f"`{method}`: {expr} (an int on the right) should be {num(want)}, "
+                f"got {num(got)}\n{rule}"
+            )
+        grad, dgrad = snaps[base + 6].get("v"), 1.0 if op == "+" else float(n)
+        if not close(grad, dgrad):
+            fail(f"`{method}`: d({expr})/dx should be {num(dgrad)}, got {num(grad)}")
+
+
 # ---- lesson 3: one elementary function ------------------------------------------------------
 
 
@@ -325,6 +372,7 @@ def check_neuron(
 
 LIBRARY: dict = {
     "check_method": check_method,
+    "check_int_operand": check_int_operand,
     "check_op": check_op,
     "check_raises": check_raises,
     "check_at_zero": check_at_zero,

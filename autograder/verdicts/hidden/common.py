@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..api import Given, GradingFailure, Kernel, fail
+from ..api import Given, GradingFailure, Kernel, fail, parts_failure
 from .diagnose import diagnose
 
 __all__ = ["Given", "GradingFailure", "Kernel", "fail"]
@@ -488,11 +488,4 @@ def shares(kernel: Kernel, parts: Sequence[Part]) -> None:
         return
     wrong = {part.name for part, _ in failures}
     right = [part.name for part in parts if part.name not in wrong]
-    lines = [str(failures[0][1])]
-    if len(failures) > 1:
-        lines.append("also failing: " + ", ".join(part.name for part, _ in failures[1:]))
-    if right:
-        lines.append(
-            f"credited: {', '.join(right)} ({len(right)} of {len(parts)} shares of the points)"
-        )
-    raise GradingFailure("\n".join(lines), credit=len(right) / len(parts))
+    raise parts_failure([(p.name, str(exc)) for p, exc in failures], right, len(parts))

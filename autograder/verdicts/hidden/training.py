@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import re
 
-from .common import Kernel, close, fail, num
+from .common import Kernel, Part, close, fail, num, shares
 
 # ---- exercise 7: the training loop -------------------------------------------------------
 
 XOR_POINTS = [(-1.0, -1.0, -1.0), (-1.0, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, -1.0)]
+# The exercise's shares of the points, as its text names the parts of the loop: a wrong
+# or missing part costs its own share only (issue 42).
+UPDATES = "`train`'s updates"  # zero, backward, update at the step's rate; the losses
+BATCHES = "`train`'s mini-batches"
+PROGRESS = "`train`'s progress lines"
 
 
 def training(kernel: Kernel) -> None:
     """The update rule, zeroing, decay, mini-batches, and learning on a small problem, all
     on models and losses made by the probe (one parameter p with model(x) = p * x[0], or a
-    linear model on x0, x1 and x0*x1)."""
+    linear model on x0, x1 and x0*x1). Three shares of the points: the updates (with the
+    losses returned), the mini-batches and the progress lines."""
     rng = kernel.rng
     steps, lr, decay = rng.randint(6, 10), rng.choice((0.2, 0.3, 0.4)), rng.choice((0.25, 0.5))
     every = rng.randint(2, 4)  # and a number of steps whose last one is not a multiple
@@ -76,28 +82,60 @@ def training(kernel: Kernel) -> None:
         },
     ]
     results = kernel.run("train", value="Value", function="train", runs=runs, what="train")
-    for run, got in zip(runs, results):
+    updated: list[bool] = []  # whether the updates passed: learning with batches needs them
+
+    def updates() -> None:
+        for i in (0, 1, 2, 4):
+            _ran(runs[i], results[i])
+        _update_rule(results[2], steps, lr, decay)  # first: its failures say why
+        _visible(results[0], results[1])
+        _learns(runs[4], results[4], len(xor_ys))
+        updated.append(True)
+
+    def batches() -> None:
+        for i in (3, 5):
+            _ran(runs[i], results[i])
+        _batches(results[3])
+        if updated:  # else the updates' own share says what is wrong
+            _learns(runs[5], results[5], len(xor_ys))
+
+    def progress() -> None:
+        _ran(runs[6], results[6])
+        quiet = results[2].get("printed", []) if "failed" not in results[2] else []
+        _printed(quiet, results[6]["printed"], **runs[6]["kwargs"])
+
+    shares(
+        kernel,
+        [
+            Part(UPDATES, ("train.updates",), updates),
+            Part(BATCHES, ("train.batches",), batches),
+            Part(PROGRESS, ("train.progress",), progress),
+        ],
+    )
+
+
+def _ran(run: dict, got: dict) -> None:
+    """One run finished, returned a loss per step and called loss_fn at every step."""
+    args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
+    what = f"train(model, xs, ys, loss_fn, {args})"
+    if "failed" in got:
+        fail(f"{what} raised {got['error']}")
+    _losses(got["returned"], run["kwargs"]["steps"], what)
+    if len(got["sizes"]) < run["kwargs"]["steps"]:
+        fail(f"{what} called loss_fn {len(got['sizes'])} times: once per step expected")
+
+
+def _learns(run: dict, got: dict, n: int) -> None:
+    """Trained on the XOR-like points, the loss falls below half and every point is right."""
+    losses = got["returned"]
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    if not last < 0.5 * first or got["right"] < n:
         args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
-        what = f"train(model, xs, ys, loss_fn, {args})"
-        if "failed" in got:
-            fail(f"{what} raised {got['error']}")
-        _losses(got["returned"], run["kwargs"]["steps"], what)
-        if len(got["sizes"]) < run["kwargs"]["steps"]:
-            fail(f"{what} called loss_fn {len(got['sizes'])} times: once per step expected")
-    _update_rule(results[2], steps, lr, decay)  # first: its failures say why
-    _batches(results[3])
-    _visible(results[0], results[1])
-    _printed(results[2]["printed"], results[6]["printed"], **runs[6]["kwargs"])
-    for run, got in zip(runs[4:6], results[4:6]):
-        losses = got["returned"]
-        first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
-        if not last < 0.5 * first or got["right"] < len(xor_ys):
-            args = ", ".join(f"{k}={v}" for k, v in run["kwargs"].items())
-            fail(
-                f"train(model, xs, ys, hinge, {args}) on 20 XOR-like points: the loss went "
-                f"from {num(first)} to {num(last)} (mean of 5 steps) and {got['right']} of "
-                "20 points are right; expected less than half the loss and all 20"
-            )
+        fail(
+            f"train(model, xs, ys, hinge, {args}) on {n} XOR-like points: the loss went "
+            f"from {num(first)} to {num(last)} (mean of 5 steps) and {got['right']} of "
+            f"{n} points are right; expected less than half the loss and all {n}"
+        )
 
 
 def _losses(result, steps: int, what: str) -> None:
