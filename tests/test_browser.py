@@ -57,6 +57,11 @@ LESSON_PARAMS = [
 TIMEOUT = 120_000  # ms: generous, the machine may be busy
 CODE_PROMPTS = ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
 ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+# Graph drawings and plots: HTML images with a text alternative (coursekit's pictures), which
+# JupyterLab shows rather than the plain SVG or PNG beside them in the output (it gives those
+# no alt text).
+DRAWINGS = '.jp-OutputArea-output img[src^="data:image/svg+xml"]'
+PLOTS = '.jp-OutputArea-output img[src^="data:image/png"]'
 
 
 # ---- the working copy (fast) ---------------------------------------------------------
@@ -310,14 +315,11 @@ def self_check_lines(cells: list[dict]) -> list[str]:
 def svg_overflow(page) -> list[dict]:
     """Each graph drawing's width (shown and natural) and its output area's width."""
     return page.eval_on_selector_all(
-        '.jp-OutputArea-output[data-mime-type="image/svg+xml"]',
-        """outs => outs.map(o => {
-            const img = o.querySelector('img, svg');
-            const area = o.closest('.jp-OutputArea-child') ?? o;
-            return {shown: img.getBoundingClientRect().width,
-                    natural: img.naturalWidth ?? img.getBoundingClientRect().width,
-                    area: o.clientWidth, scroll: o.scrollWidth,
-                    child: area.getBoundingClientRect().width};
+        DRAWINGS,
+        """imgs => imgs.map(img => {
+            const o = img.closest('.jp-OutputArea-output');
+            return {shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
+                    area: o.clientWidth, scroll: o.scrollWidth};
         })""",
     )
 
@@ -389,8 +391,7 @@ def test_solved_lesson_runs_cleanly_in_jupyterlab(served, browser_context, name)
             assert not errors, f"error or stderr output in the solved {name}: {errors}"
 
             svg, png = expected_media([nb_path])
-            shown_svg = page.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"]')
-            shown_png = page.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+            shown_svg, shown_png = page.locator(DRAWINGS), page.locator(PLOTS)
             assert shown_svg.count() >= svg, "graph drawings missing"
             assert shown_png.count() >= png, "plots missing"
             for kind, items in (("svg", shown_svg), ("plot", shown_png)):
@@ -617,7 +618,7 @@ def test_quiz_shows_the_students_variant_and_the_practice_round_answers_at_once(
         shown = "\n".join(o["text"] for o in cells[2]["outputs"])
         v = quiz.variant(name, ("practice", 0), "q2")
         assert "Practice variant 0 of q2" in shown and v.code.splitlines()[0] in shown, shown
-        drawing = page.locator('.jp-OutputArea-output[data-mime-type="image/svg+xml"]')
+        drawing = page.locator(DRAWINGS)
         assert drawing.count() == 1 and drawing.first.bounding_box()["height"] > 20
         keys = __import__(f"autograder.verdicts.hidden.{name}", fromlist=["KEYS"]).KEYS
         right = keys["q2"].key(v)
