@@ -114,6 +114,8 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.preprocessors.hidegradermaterial.HideGraderMaterial",
+    # the course's CSS, so that every reader can read the page (contrast, links)
+    "autograder.feedback.accessible.AccessibleStyle",
 ]
 # Math in feedback pages and the formgrader reads the same offline: LaTeX in markdown becomes
 # MathML and no MathJax is loaded from a CDN (autograder/feedback/offline_math.py).

@@ -171,10 +171,10 @@ def fake_grades(nb, resources):
     return nb, resources
 
 
-def exporter(inert_pages: bool = True):
+def exporter(inert_pages: bool = True, grades=fake_grades):
     """The exporter nbgrader's GenerateFeedback makes from nbgrader_config.py (as the
     feedback command and formgrader do), with its preprocessors (GetGrades's scores made
-    up: there is no gradebook)."""
+    up by ``grades``: there is no gradebook)."""
     from nbgrader.converters import GenerateFeedback
     from traitlets.config import Config
 
@@ -190,7 +190,7 @@ def exporter(inert_pages: bool = True):
     exp = converter.exporter_class(parent=converter, config=converter.config)
     for pp in converter.preprocessors:  # as GenerateFeedback.start registers them
         if "GetGrades" in str(pp):
-            exp.register_preprocessor(fake_grades, enabled=True)
+            exp.register_preprocessor(grades, enabled=True)
         else:
             exp.register_preprocessor(pp)
     return exp

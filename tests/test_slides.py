@@ -231,7 +231,7 @@ def test_a_deck_opens_offline_in_chromium_with_math_a_graph_and_a_next_slide(bui
                 math = here.locator(".MathJax").first
                 if not seen["math"] and math.count():
                     seen["math"] = math.bounding_box()["height"] > 5
-                drawing = here.locator('[data-mime-type="image/svg+xml"] :is(img, svg)')
+                drawing = here.locator('img[src^="data:image/svg+xml"]')
                 if not seen["graph"] and drawing.count():
                     seen["graph"] = drawing.first.bounding_box()["width"] > 50
                     page.screenshot(path=str(tmp_path / "graph-slide.png"))

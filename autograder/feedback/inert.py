@@ -285,6 +285,8 @@ def final_pass(page: str, trusted: frozenset[str]) -> str:
         for name in list(element.attrs):
             if not _safe_page_attribute(element.name, name, element.attrs[name]):
                 del element.attrs[name]
+    if soup.html is not None:  # the page's language, for screen readers (nbgrader's has none)
+        soup.html["lang"] = "en"
     stamp = BeautifulSoup(STAMP, features="html.parser").meta
     (soup.head or soup).append(stamp)
     return str(soup)

@@ -468,7 +468,7 @@ def write_note_page(
         "<li>this notebook could not be graded</li>"
     )
     path.write_text(
-        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'>{STAMP}"
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>{STAMP}"
         f"<title>{esc(assignment)}: {esc(name)}</title></head><body>"
         f"<h1>{esc(assignment)}: {esc(name)}.ipynb</h1>"
         f"<p>Student: {esc(student)}. Score for the assignment: {esc(score)}.</p>"

@@ -21,6 +21,7 @@ __all__ = [  # what lessons and sets import
     "check_close",
     "check_near",
     "check_raises",
+    "describe_graph",
     "dot",
     "draw_graph",
     "engine",
@@ -32,6 +33,7 @@ __all__ = [  # what lessons and sets import
     "recording",
     "run_closures",
     "self_check",
+    "show_plot",
 ]
 __all__ += [  # what engine() is made of, which the grader reads too
     "ENGINE_LESSONS",
@@ -393,12 +395,38 @@ DOT_MISSING = (
 
 
 GRAPH_SIZE = "9.5,12"  # inches: a larger drawing is scaled down to fit a notebook's width
+DESCRIBED = 12  # values a drawing's text alternative names one by one; the rest are counted
+
+
+class _Picture:
+    """A picture with a text alternative, ``alt``, for readers who cannot see it (a screen
+    reader reads it out). Jupyter shows it as an HTML image with that text, since
+    JupyterLab gives a plain image output none; the image itself (``mime``: SVG or PNG)
+    stays in the notebook beside it, with ``alt`` in its metadata."""
+
+    def __init__(self, mime: str, data: str, alt: str):
+        self.mime, self.data, self.alt = mime, data, alt
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        import base64
+        import html
+
+        encoded = self.data
+        if self.mime == "image/svg+xml":
+            encoded = base64.b64encode(self.data.encode("utf-8")).decode("ascii")
+        tag = f'<img src="data:{self.mime};base64,{encoded}" alt="{html.escape(self.alt)}">'
+        data = {self.mime: self.data, "text/html": tag, "text/plain": self.alt}
+        return data, {self.mime: {"alt": self.alt}}
+
+    def __repr__(self) -> str:
+        return f"<picture: {self.alt}>"
 
 
 def draw_graph(root, rankdir: str = "LR"):
     """Draw every node ``root`` depends on: a box per Value (label, data, grad) and a
-    circle per operation. Returns an SVG that Jupyter shows inline, at most 9.5 inches
-    (912 pixels) wide."""
+    circle per operation. Returns a picture (an SVG drawing) that Jupyter shows inline, at
+    most 9.5 inches (912 pixels) wide, with a text alternative naming the values, the
+    operations and what each is made from."""
     try:
         import graphviz
     except ImportError:
@@ -431,9 +459,88 @@ def draw_graph(root, rankdir: str = "LR"):
     except graphviz.ExecutableNotFound:
         print(DOT_MISSING)
         return None
-    from IPython.display import SVG
+    return _Picture("image/svg+xml", svg, describe_graph(root, rankdir))
 
-    return SVG(svg)
+
+def describe_graph(root, rankdir: str = "LR") -> str:
+    """What ``draw_graph(root)`` shows, in words: how many values and operations, then
+    each value from the inputs to ``root`` (its data, its grad, and the operation and
+    values it is made from), the first ``DESCRIBED`` of them one by one."""
+    def order(node):
+        return (getattr(node, "label", "") or "", float(node.data), getattr(node, "_op", ""))
+
+    def parents(node):
+        return sorted(getattr(node, "_prev", ()) or (), key=order)
+
+    inputs_first, seen = [], set()
+    waiting = [(root, False)]
+    while waiting:  # depth first, each node after its parents: the drawing's left to right
+        node, done = waiting.pop()
+        if done:
+            inputs_first.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        waiting.append((node, True))
+        waiting += [(p, False) for p in reversed(parents(node)) if id(p) not in seen]
+
+    names: dict[int, str] = {}
+    unnamed: set[int] = set()  # "a + result": too long to write out, and so its children
+    for node in inputs_first:  # its label, else what it computes from its parents' names
+        op, made_of = getattr(node, "_op", ""), [names[id(p)] for p in parents(node)]
+        name = getattr(node, "label", "") or ""
+        if not name and any(id(p) in unnamed for p in parents(node)):
+            pass
+        elif not name and op and len(made_of) == 2:
+            name = f"({made_of[0]} {op} {made_of[1]})"
+        elif not name and op and len(made_of) == 1:  # tanh(x), x**2
+            name = f"{op}({made_of[0]})" if op[0].isalpha() else f"{made_of[0]}{op}"
+        elif not name and not op:
+            name = _num(float(node.data))
+        if not name or len(name) > 40:
+            name = f"a {op} result"
+            unnamed.add(id(node))
+        names[id(node)] = name
+
+    def called(node):
+        return names[id(node)]
+
+    ops = sum(1 for node in inputs_first if getattr(node, "_op", ""))
+    way = {"LR": "left to right", "RL": "right to left", "TB": "top to bottom"}
+    parts = [
+        f"Graph of {called(root)}, drawn {way.get(rankdir, 'top to bottom')}: "
+        f"{len(inputs_first)} values (boxes: name, data, grad) and {ops} operations "
+        "(circles)."
+    ]
+    for node in inputs_first[:DESCRIBED]:
+        text = (
+            f"{called(node)}: data {_num(float(node.data))}, grad {_num(float(node.grad))}"
+        )
+        op = getattr(node, "_op", "")
+        if op:
+            text += f", made by {op} from " + " and ".join(called(p) for p in parents(node))
+        parts.append(text + ".")
+    if len(inputs_first) > DESCRIBED:
+        parts.append(f"And {len(inputs_first) - DESCRIBED} more values.")
+    return " ".join(parts)
+
+
+def show_plot(alt: str, fig=None) -> None:
+    """Show a matplotlib figure (default: the current one) with ``alt``, a sentence saying
+    what it shows for readers who cannot see it, and close it: ``show_plot("...")`` in
+    place of ``plt.show()``."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    fig = fig if fig is not None else plt.gcf()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    display(_Picture("image/png", base64.b64encode(buffer.getvalue()).decode("ascii"), alt))
 
 
 # ---- a fused neuron (lesson 5) ---------------------------------------------------------
