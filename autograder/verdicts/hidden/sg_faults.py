@@ -63,7 +63,7 @@ def form_problem(value: object) -> str | None:
         if names.count(name) > 1:
             return f"faulty_ops names {name!r} twice: name each faulty method once"
     if len(names) != 3:
-        return f"faulty_ops should name 3 operations, got {len(names)}"
+        return f"faulty_ops should name 3 operations, got {len(names)}: name one method per fault"
     return None
 
 

@@ -383,7 +383,10 @@ def _returns_a_number(call: dict, got: dict) -> None:
         )
     value = got["result"]
     if isinstance(value, list):
-        fail(f"{what} should return one number, the LARGEST relative error, got a list\n{where}")
+        fail(
+            f"{what} should return one number, the LARGEST relative error, got a list\n{where}"
+            "\n(return the max of the inputs' relative errors)"
+        )
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         fail(f"{what} should return a number, got {num(value)}\n{where}")
     if got["xs"] != call["xs"]:

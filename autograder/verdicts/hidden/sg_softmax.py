@@ -115,8 +115,9 @@ def _check_softmax(case: dict, got: dict) -> None:
         fail(f"{text} should return a list of {len(zs)} Values, got {len(got['data'])}")
     if not got["values"]:
         fail(
-            f"{text} should return Values built from the logits (with exp, + and /), so "
-            "that gradients flow back to them"
+            f"{text} should return Values built from the logits, got {_items(got['data'])}"
+            "\n(build each p_i with exp, + and / on the logit Values, so that gradients flow "
+            "back to them)"
         )
     for i, (g, w) in enumerate(zip(got["data"], want)):
         if not close(g, w.data, rel=1e-9, abs_=1e-12):
@@ -132,6 +133,11 @@ def _check_softmax(case: dict, got: dict) -> None:
                 f"with respect to logit {j} should be {num(w)}, got {num(g)}"
                 + _grad_hint(zs, weights, got["grads"])
             )
+
+
+def _items(items: list) -> str:
+    """What came back, shortly: its first items, each as num shows it."""
+    return "[" + ", ".join(num(x) for x in items[:3]) + (", ...]" if len(items) > 3 else "]")
 
 
 def _softmax_grads(zs: Sequence[float], weights: Sequence[float]) -> list[float]:
