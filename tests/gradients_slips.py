@@ -85,6 +85,19 @@ TANH_METHOD = """\
         out._backward = _backward
         return out
 """
+ADD_BUGGY = """\
+
+    def __add__(self, other):
+        other = self._node(other)
+        out = Buggy(self.data + other.data, (self, other), "+")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+
+        out._backward = _backward
+        return out
+"""
 KEY = 'faulty_ops = ["__mul__", "tanh", "__rtruediv__"]'
 TRAIN_BODY = """\
     w = Value(w0)
@@ -96,6 +109,14 @@ TRAIN_BODY = """\
         loss.backward()
         w.data -= lr * w.grad
     return w.data
+"""
+IN_PLACE_NUDGE = """\
+        old = xs[i]
+        xs[i] = old + h
+        plus = f(*map(engine, xs)).data
+        xs[i] = old - h
+        minus = f(*map(engine, xs)).data
+        slope = (plus - minus) / (2 * h)
 """
 RELU_BRANCH = """\
     if in_place:
@@ -263,6 +284,40 @@ BUGS = [
         "worst = max(worst, abs(v.grad - slope))",
         {CHECK},
     ),
+    (
+        "relative error relative to a",
+        RELATIVE,
+        "return abs(a - b) / max(abs(a), 1e-12)",
+        {CHECK},
+    ),
+    (
+        "relative error without abs in the denominator",
+        RELATIVE,
+        "return abs(a - b) / max(a, b, 1e-12)",
+        {CHECK},
+    ),
+    (
+        "relative error with too large a guard",
+        RELATIVE,
+        "return abs(a - b) / max(abs(a), abs(b), 1e-6)",
+        {CHECK},
+    ),
+    (
+        "grad_check nudges xs in place and never puts it back",
+        CHECK_BODY,
+        CHECK_BODY.replace(
+            "        up, down = list(xs), list(xs)\n        up[i] += h\n        down[i] -= h\n"
+            "        " + SLOPE + "\n",
+            IN_PLACE_NUDGE,
+        ),
+        {CHECK},
+    ),
+    (
+        "grad_check divides by h, not 2h",
+        SLOPE,
+        SLOPE.replace("(2 * h)", "h"),
+        {CHECK},
+    ),
     # naming the faults
     (
         "names the operation built on the faulty one",
@@ -343,6 +398,72 @@ BUGS = [
         "return w.grad",
         {PITFALLS},
     ),
+    (
+        "softmax takes the largest Value",
+        "m = max(z.data for z in logits)",
+        "m = max(logits).data",
+        {SOFTMAX},
+    ),
+    (
+        "cross-entropy returns a number",
+        "    return total / len(logits)",
+        "    return (total / len(logits)).data",
+        {CE},
+    ),
+    (
+        "cross-entropy takes the first sample's label",
+        "total = total + (logsumexp - zs[y])",
+        "total = total + (logsumexp - zs[labels[0]])",
+        {CE},
+    ),
+    (
+        "tanh fixed but makes a Buggy node",
+        'out = type(self)(t, (self,), "tanh")',
+        'out = Buggy(t, (self,), "tanh")',
+        {DERIVATIVE},
+    ),
+    (
+        "reflected division makes Buggy nodes",
+        "return self._node(other) / self",
+        "return Buggy(other) / self",
+        {REFLECTED},
+    ),
+    (
+        "sum overridden with Buggy nodes",
+        RTRUEDIV,
+        RTRUEDIV + ADD_BUGGY,
+        {DERIVATIVE, ACCUMULATE, REFLECTED},
+    ),
+    (
+        "train_one_weight ignores x",
+        "        d = w * x - y\n",
+        "        d = w - y\n",
+        {PITFALLS},
+    ),
+    (
+        "train_one_weight always takes 3 steps",
+        "    for _ in range(steps):\n        if zero_grad:",
+        "    for _ in range(3):\n        if zero_grad:",
+        {PITFALLS},
+    ),
+    (
+        "train_one_weight with the notebook's learning rate",
+        "w.data -= lr * w.grad",
+        "w.data -= 0.25 * w.grad",
+        {PITFALLS},
+    ),
+    (
+        "relu_step_grads returns [b.grad, w.grad]",
+        "return [w.grad, b.grad]",
+        "return [b.grad, w.grad]",
+        {PITFALLS},
+    ),
+    (
+        "relu_step_grads ignores y",
+        "    d = h - y\n",
+        "    d = h - 1.0\n",
+        {PITFALLS},
+    ),
 ]
 
 # Correct, but not written the way the solution is: every one must keep full marks.
@@ -391,6 +512,51 @@ VARIANTS = [
         "relative error with an explicit zero case",
         RELATIVE,
         "return 0.0 if a == b else abs(a - b) / max(abs(a), abs(b))",
+    ),
+    (
+        "relative error guarded by adding 1e-12",
+        RELATIVE,
+        "return abs(a - b) / (max(abs(a), abs(b)) + 1e-12)",
+    ),
+    (
+        "relative error with math.fabs",
+        RELATIVE,
+        "return math.fabs(a - b) / max(math.fabs(a), math.fabs(b), 1e-12)",
+    ),
+    (
+        "relative error with a test for two zeros",
+        RELATIVE,
+        "if a == 0 and b == 0:\n        return 0.0\n    return abs(a - b) / max(abs(a), abs(b))",
+    ),
+    (
+        "relative error guarded with or",
+        RELATIVE,
+        "return abs(a - b) / (max(abs(a), abs(b)) or 1e-12)",
+    ),
+    (
+        "relative error with a smaller guard",
+        RELATIVE,
+        "return abs(a - b) / (max(abs(a), abs(b)) + 1e-15)",
+    ),
+    (
+        "relative error with a conditional denominator",
+        RELATIVE,
+        "size = abs(a) if abs(a) > abs(b) else abs(b)\n"
+        "    return abs(a - b) / size if size > 0 else 0.0",
+    ),
+    (
+        "grad_check nudges xs in place and puts it back",
+        CHECK_BODY,
+        CHECK_BODY.replace(
+            "        up, down = list(xs), list(xs)\n        up[i] += h\n        down[i] -= h\n"
+            "        " + SLOPE + "\n",
+            IN_PLACE_NUDGE + "        xs[i] = old\n",
+        ),
+    ),
+    (
+        "grad_check with h before engine",
+        "def grad_check(f, xs, engine=Value, h=1e-6):",
+        "def grad_check(f, xs, h=1e-6, engine=Value):",
     ),
     (
         "grad_check collects numerical gradients first",

@@ -110,7 +110,10 @@ def _run(kernel: Kernel, function: str, calls: list[dict]) -> list[dict]:
         if "failed" in got:
             if got["type"] == "NotImplementedError":
                 fail(f"{function} raised NotImplementedError (not written yet)")
-            fail(f"{function}({_args(call)}) raised {got['error']}")
+            fail(
+                f"{function}({_args(call)}) raised {got['error']}\n(call it with these "
+                "numbers in your notebook: it raises there too)"
+            )
     return [got["result"] for got in results]
 
 
@@ -123,7 +126,18 @@ def _train_hint(call: dict, got: float) -> str:
     flipped = {**call, "lr": -call["lr"]}
     if close(got, ref_train(**flipped)):
         return "each step goes against the gradient: w.data -= lr * w.grad"
-    return ""
+    guesses = [
+        ({"x": 1.0}, "use the x it is given: d = w * x - y"),
+        ({"y": 1.0}, "use the y it is given: d = w * x - y"),
+        ({"lr": 0.25}, "use the learning rate lr it is given"),
+        ({"steps": 3}, "take the number of steps it is given"),
+        ({"steps": call["steps"] - 1}, "take exactly `steps` steps"),
+        ({"steps": call["steps"] + 1}, "take exactly `steps` steps"),
+    ]
+    for change, hint in guesses:
+        if close(got, ref_train(**{**call, **change})):
+            return hint
+    return "each step: d = w * x - y, loss = d * d, backward(), then w.data -= lr * w.grad"
 
 
 def _relu_hint(call: dict, got: object) -> str:
@@ -134,7 +148,13 @@ def _relu_hint(call: dict, got: object) -> str:
         if call["in_place"]:
             return "with in_place=True, apply relu by editing h.data, not with h.relu()"
         return "with in_place=False, apply relu with h.relu()"
-    return ""
+    want = ref_relu_step(**call)
+    if close(got[0], want[1]) and close(got[1], want[0]):
+        return "return them in the order [w.grad, b.grad]"
+    for name in ("x", "y"):
+        if all(close(g, w) for g, w in zip(got, ref_relu_step(**{**call, name: 1.0}))):
+            return f"use the {name} it is given"
+    return "h = w * x + b, the relu, d = h - y, loss = d * d, then backward()"
 
 
 def pitfalls(kernel: Kernel) -> None:

@@ -59,11 +59,11 @@ def form_problem(value: object) -> str | None:
     names = [v.strip() for v in value]
     for name in names:
         if name not in OPS:
-            return f"faulty_ops: {name[:30]!r} is not one of the names in OPS"
+            return f"faulty_ops: {name[:16]!r} is not one of the names in OPS: copy names from OPS"
         if names.count(name) > 1:
-            return f"faulty_ops names {name!r} twice"
+            return f"faulty_ops names {name!r} twice: name each faulty method once"
     if len(names) != 3:
-        return f"faulty_ops should name 3 operations, got {len(names)}"
+        return f"faulty_ops should name 3 operations, got {len(names)}: name one method per fault"
     return None
 
 
@@ -76,13 +76,16 @@ def faulty(kernel: Kernel) -> None:
     names = {v.strip() for v in value}
     if names == FAULTY:
         return
-    hint = ""
+    hint = (
+        "grad_check every probe with engine=Buggy, and probes that use an input twice: "
+        "each check that fails points to a fault"
+    )
     if names & BUILT_ON_MUL and "__mul__" not in names:
         hint = (
-            "\n(an operation built on a faulty one shows its fault too: name the method "
-            "whose own code is wrong)"
+            "an operation built on a faulty one shows its fault too: name the method "
+            "whose own code is wrong"
         )
-    fail(f"faulty_ops: these are not the three faulty operations{hint}")
+    fail(f"faulty_ops: these are not the three faulty operations\n({hint})")
 
 
 # ---- exercise 5: the fixes ---------------------------------------------------------------
@@ -117,9 +120,10 @@ LEFT = {
 }
 
 
-def fixed_method(kernel: Kernel, method: str, given: list[Given]) -> None:
+def fixed_method(kernel: Kernel, method: str, given: list[Given], used: tuple = ()) -> None:
     """Fixed is a class that defines ``method`` itself, whose nodes stay in Fixed (with
-    the course's fixes ``given`` in place, as in the test's graphs)."""
+    the course's fixes ``given`` in place, as in the test's graphs), and so do those of
+    every method of its own that the test's graphs use (``used``)."""
     info = kernel.run(
         "sg_overrides", cls="Fixed", base="Buggy", names=list(OPS), given=given, what="Fixed"
     )
@@ -129,12 +133,13 @@ def fixed_method(kernel: Kernel, method: str, given: list[Given]) -> None:
         fail(f"Fixed should be a class, class Fixed(Buggy): ..., got {info['what']}")
     if method not in info["own"]:
         fail(LEFT[method])
-    made = info["made"][method]
-    if not made.startswith("raised") and made != "Fixed":
-        fail(
-            f"Fixed.{method} makes a {made[:20]} node: make it with type(self)(...), so "
-            "that the operations after it are Fixed's too"
-        )
+    for name in dict.fromkeys((method, *used)):
+        made = info["made"].get(name, "Fixed")
+        if not made.startswith("raised") and made != "Fixed":
+            fail(
+                f"Fixed.{name} makes a {made[:20]} node: make it with type(self)(...), so "
+                "that the operations after it are Fixed's too"
+            )
 
 
 def check_fix(
@@ -143,7 +148,8 @@ def check_fix(
     """Fixed defines ``method``; then every case, built with Fixed (the other faults
     fixed by the course's code), agrees with refgrad. Cases with a seed other than 1
     run the closures from that d(loss)/d(output), the others backward()."""
-    fixed_method(kernel, method, given)
+    used = tuple(dict.fromkeys(m for case in cases for m in case.program.methods()))
+    fixed_method(kernel, method, given, used)
     seeded = [c for c in cases if c.seed != 1.0]
     try:
         if seeded:
@@ -153,7 +159,31 @@ def check_fix(
         plain = [c for c in cases if c.seed == 1.0]
         check_cases(kernel, plain, given=given, tested=tested, value="Fixed")
     except GradingFailure as exc:
-        fail(f"Fixed: {exc}")
+        text = str(exc)
+        if not any(line.startswith("(") for line in text.splitlines()):
+            text += f"\n({_fix_hint(text, method)})"
+        fail(f"Fixed: {text}")
+
+
+FIX_HINTS = {
+    "tanh": "d tanh(x)/dx = 1 - t**2 with t = tanh(x), added to self.grad with +=",
+    "__mul__": "d(a * b)/da = b and d(a * b)/db = a, each added with += to its grad",
+    "__rtruediv__": "other / self: the number is on the left, self on the right",
+}
+
+
+def _fix_hint(message: str, method: str) -> str:
+    """What to look at when the numbers point to no known slip."""
+    if "raised" in message and "Buggy" in message:
+        return (
+            "a node of the wrong class: make nodes with type(self)(...), and numbers into "
+            "nodes with self._node(other)"
+        )
+    if "raised" in message:
+        return "build this expression with Fixed Values in your notebook: it fails there too"
+    if f"`{method}`" in message:
+        return FIX_HINTS[method]
+    return "the method named above gets this wrong: check its value and its _backward"
 
 
 def _programs(

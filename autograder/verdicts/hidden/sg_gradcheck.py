@@ -18,6 +18,7 @@ engine's gradients and central differences. It is run on functions the grader wr
 from __future__ import annotations
 
 import importlib
+import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 from .common import (
     Given,
     Kernel,
+    Part,
     RefValue,
     close,
     fail,
@@ -32,6 +34,7 @@ from .common import (
     num,
     random_program,
     ref,
+    shares,
 )
 from .gradcheck import TINY, lambda_text, leak_spots
 from .gradcheck import relative_error as rel  # one definition, lesson 2's and this set's
@@ -164,9 +167,32 @@ def buggy_case(rng: random.Random, source: str) -> tuple[list[float], float]:
 # ---- the test ----------------------------------------------------------------------------
 
 
-def relative_error(kernel: Kernel) -> None:
-    """relative_error on chosen pairs (zeros, signs, order, scale) and random ones."""
-    rng = kernel.rng
+# The course's relative_error, for grad_check's part when the student's fails its own.
+REL_GIVEN = Given(
+    "relative_error",
+    "relative_error",
+    "def relative_error(a, b):\n    return abs(a - b) / max(abs(a), abs(b), 1e-12)\n",
+)
+REL = "relative_error(a, b) is |a - b| / max(|a|, |b|, 1e-12)"
+TINIEST = 1e-9  # the smallest magnitude a pair is drawn at (besides exact zeros)
+
+
+def rel_tolerance(a: float, b: float) -> float:
+    """How far a right relative_error may be from ``rel(a, b)`` (relative): the text asks
+    for the 1e-12 only to keep 0/0 away, so max(|a|, |b|, 1e-12), max(|a|, |b|) + 1e-12,
+    a test for 0 first, or a smaller guard, are all right, and they differ by up to
+    1e-12 / max(|a|, |b|): 2e-3 at 1e-9, the smallest magnitude drawn."""
+    top = max(abs(a), abs(b))
+    return 1e-9 + (2e-12 / top if top else 0.0)
+
+
+def rel_close(value: object, a: float, b: float) -> bool:
+    return close(value, rel(a, b), rel=rel_tolerance(a, b), abs_=1e-15)
+
+
+def rel_pairs(rng: random.Random) -> list[tuple[float, float]]:
+    """Chosen pairs (zeros, signs, order, tiny and huge numbers), then random ones at
+    magnitudes from 1e-9 to 1e12: relative_error is a ratio, right at any scale."""
     pairs = [
         (1.0, 1.1),
         (1.1, 1.0),
@@ -176,13 +202,26 @@ def relative_error(kernel: Kernel) -> None:
         (-3.0, 0.0),
         (5, 5),
         (3, 4),
-        (1e-9, 2e-9),
-        (1e8, 1e8 + 1.0),
         (-2.5, -0.5),
+        (-0.5, -2.5),
+        (1e-9, 2e-9),
+        (-3e-9, 1e-9),
+        (4e-9, 4e-9),
+        (1e8, 1e8 + 1.0),
+        (1e200, 1.5e200),
+        (-3e250, 1e250),
     ]
     for _ in range(30):
-        scale = 10 ** rng.uniform(-6, 6)
-        pairs.append((round(rng.uniform(-1, 1) * scale, 12), round(rng.uniform(-1, 1) * scale, 12)))
+        scale = 10 ** rng.uniform(math.log10(TINIEST), 12)
+        a = rng.choice((-1, 1)) * rng.uniform(0.1, 1) * scale
+        b = rng.choice((-1, 1)) * rng.uniform(0.1, 1) * scale
+        pairs.append((a, b))
+    return [p for p in pairs if max(map(abs, p)) == 0 or max(map(abs, p)) >= TINIEST]
+
+
+def relative_error(kernel: Kernel) -> None:
+    """relative_error on chosen pairs (zeros, signs, order, scale) and random ones."""
+    pairs = rel_pairs(kernel.rng)
     results = kernel.run(
         "calls",
         function="relative_error",
@@ -194,11 +233,21 @@ def relative_error(kernel: Kernel) -> None:
         if "failed" in got:
             if got["type"] == "NotImplementedError":
                 fail("relative_error raised NotImplementedError (not written yet)")
-            hint = "\n(divide by max(|a|, |b|, 1e-12), which is never 0)" if a == b == 0 else ""
-            fail(f"{what} raised {got['error']}{hint}")
-        value, want = got["result"], rel(a, b)
-        if not close(value, want, rel=1e-9, abs_=1e-15):
-            fail(f"{what} should be {num(want)}, got {num(value)}" + _rel_hint(pairs, results))
+            hint = "divide by max(|a|, |b|, 1e-12), which is never 0" if a == b == 0 else REL
+            fail(f"{what} should be {num(rel(a, b))}, raised {got['error']}\n({hint})")
+        value = got["result"]
+        if not _is_number(value):
+            fail(f"{what} should be the number {num(rel(a, b))}, got {num(value)}\n({REL})")
+        if not rel_close(value, a, b):
+            fail(
+                f"{what} should be {num(rel(a, b))}, got {num(value)}\n("
+                + _rel_hint(pairs, results)
+                + ")"
+            )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 REL_GUESSES = [
@@ -219,26 +268,45 @@ REL_GUESSES = [
         lambda a, b: abs(a - b) / max(abs(a) + abs(b), TINY),
         "divide by max(|a|, |b|), not |a| + |b|",
     ),
+    (
+        lambda a, b: abs(a - b) / max(a, b, TINY),
+        "divide by the larger of the SIZES |a| and |b|: max(abs(a), abs(b), 1e-12)",
+    ),
 ]
 
 
 def _rel_hint(pairs: list, results: list) -> str:
-    """The slip that explains every answer relative_error gave, if one does."""
+    """The slip that explains every answer relative_error gave, if one does; else what
+    the wrong answers have in common (small numbers only: too large a guard)."""
     answers = [got.get("result") for got in results]
+    shown = [(p, v) for p, v in zip(pairs, answers) if not p[0] == p[1] == 0]
     for guess, hint in REL_GUESSES:
-        if all(
-            close(value, guess(a, b), rel=1e-9, abs_=1e-15)
-            for (a, b), value in zip(pairs, answers)
-            if not a == b == 0
-        ):
-            return f"\n({hint})"
-    return ""
+        if all(close(v, guess(a, b), rel=1e-9, abs_=1e-15) for (a, b), v in shown):
+            return hint
+    wrong = [(a, b) for (a, b), v in shown if not rel_close(v, a, b)]
+    if wrong and all(max(abs(a), abs(b)) < 1e-3 for a, b in wrong):
+        return (
+            "right for ordinary numbers, wrong for tiny ones: the guard is for 0/0 only, "
+            "so keep it at 1e-12"
+        )
+    return REL
 
 
 def grad_check(kernel: Kernel) -> None:
-    """relative_error first (grad_check uses it), then grad_check on functions the engine
-    gets right, functions with a leaked operand, the faulty engine, and a large h."""
-    relative_error(kernel)
+    """relative_error and grad_check, each for its share of the points: grad_check is
+    checked with the course's relative_error in place when the student's fails."""
+    shares(
+        kernel,
+        [
+            Part("`relative_error`", ("relative_error",), lambda: relative_error(kernel)),
+            Part("`grad_check`", ("grad_check",), lambda: check_grad_check(kernel)),
+        ],
+    )
+
+
+def check_grad_check(kernel: Kernel) -> None:
+    """grad_check on functions the engine gets right, functions with a leaked operand,
+    the faulty engine, and a large h."""
     rng = kernel.rng
     right = [smooth_case(rng) for _ in range(12)]
     leaky = [leaky_case(rng) for _ in range(10)]
@@ -249,8 +317,9 @@ def grad_check(kernel: Kernel) -> None:
     calls += [{"lambda": s, "xs": xs, "engine": "Value"} for s, xs, _, _ in leaky]
     calls += [{"lambda": s, "xs": xs, "engine": "Buggy"} for s, xs, _ in buggy]
     calls += [{"lambda": "lambda x0: x0**3", "xs": [x0], "h": h} for h, _ in steps]
+    given = [BUGGY, *kernel.course(REL_GIVEN)]
     results = kernel.run(
-        "sg_grad_check", function="grad_check", calls=calls, given=[BUGGY], what="grad_check"
+        "sg_grad_check", function="grad_check", calls=calls, given=given, what="grad_check"
     )
     for call, got in zip(calls, results):
         _returns_a_number(call, got)
@@ -265,11 +334,15 @@ def grad_check(kernel: Kernel) -> None:
     at += len(buggy)
     for (h, want), got in zip(steps, results[at:]):
         if not close(got["result"], want, rel=1e-5, abs_=1e-12):
-            hint = "\n(use the step h it is given)" if got["result"] < 1e-6 else ""
+            hint = (
+                "use the step h it is given"
+                if got["result"] < 1e-6
+                else ("central differences: (f(x + h) - f(x - h)) / (2h), with the h it is given")
+            )
             fail(
                 f"grad_check(lambda x: x**3, [{x0}], h={h}) should be {num(want)}, got "
                 f"{num(got['result'])}: with so large a step, (f(x+h) - f(x-h)) / (2h) = "
-                f"3x**2 + h**2{hint}"
+                f"3x**2 + h**2\n({hint})"
             )
 
 
@@ -281,10 +354,20 @@ def _below(value: float, source: str, xs: list, text: str) -> None:
     sided = max(rel(a, b) for a, b in zip(engine_grads(source, xs), one_sided(source, xs, 1e-6)))
     if close(value, sided, rel=0.05):
         hint = "\n(central differences: (f(x + h) - f(x - h)) / (2h))"
+    elif close(value, 0.5, rel=1e-3):
+        hint = "\n(the numerical slope divides by 2 * h: the step from x - h to x + h)"
+    else:
+        hint = f"\n({CHECK_RECIPE})"
     fail(
         f"grad_check(f, xs) should be below 1e-7 (the engine is right here), got "
         f"{num(value)}\nwith f = {text}\nat {inputs_text(xs)}{hint}"
     )
+
+
+CHECK_RECIPE = (
+    "engine(x) for each input, backward(), then for each input i the central difference "
+    "of f, and relative_error of the two"
+)
 
 
 def _returns_a_number(call: dict, got: dict) -> None:
@@ -294,10 +377,16 @@ def _returns_a_number(call: dict, got: dict) -> None:
     if "failed" in got:
         if got["type"] == "NotImplementedError":
             fail("grad_check raised NotImplementedError (not written yet)")
-        fail(f"{what} raised {got['error']}\n{where}")
+        fail(
+            f"{what} raised {got['error']}\n{where}\n(f takes one {call.get('engine') or 'Value'}"
+            " per input: call f(*values) with values made by engine(x))"
+        )
     value = got["result"]
     if isinstance(value, list):
-        fail(f"{what} should return one number, the LARGEST relative error, got a list\n{where}")
+        fail(
+            f"{what} should return one number, the LARGEST relative error, got a list\n{where}"
+            "\n(return the max of the inputs' relative errors)"
+        )
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         fail(f"{what} should return a number, got {num(value)}\n{where}")
     if got["xs"] != call["xs"]:
@@ -320,6 +409,8 @@ def _compare(value: float, want: float, source: str, xs: list, text: str, engine
         hint = "(the RELATIVE error: relative_error(engine, numerical))"
     elif close(value, min(errors), rel=1e-4) or close(value, sum(errors) / len(errors), rel=1e-4):
         hint = "(the LARGEST relative error over the inputs)"
+    if not hint:
+        hint = f"({CHECK_RECIPE})"
     should = "below 1e-7 (the engine is right here)" if want < 1e-7 else num(want)
     fail(
         f"grad_check(f, xs, engine={engine}) should be {should}, got {num(value)}\n"

@@ -115,14 +115,15 @@ def _check_softmax(case: dict, got: dict) -> None:
         fail(f"{text} should return a list of {len(zs)} Values, got {len(got['data'])}")
     if not got["values"]:
         fail(
-            f"{text} should return Values built from the logits (with exp, + and /), so "
-            "that gradients flow back to them"
+            f"{text} should return Values built from the logits, got {_items(got['data'])}"
+            "\n(build each p_i with exp, + and / on the logit Values, so that gradients flow "
+            "back to them)"
         )
     for i, (g, w) in enumerate(zip(got["data"], want)):
         if not close(g, w.data, rel=1e-9, abs_=1e-12):
             fail(f"{text}[{i}] should be {num(w.data)}, got {num(g)}" + _data_hint(got["data"]))
     if "failed" in got:
-        fail(f"backward() through {text} raised {got['error']}")
+        fail(f"backward() through {text} raised {got['error']}\n({RAISED})")
     weights = case["weights"]
     grads = _softmax_grads(zs, weights)
     for j, (g, w) in enumerate(zip(got["grads"], grads)):
@@ -132,6 +133,11 @@ def _check_softmax(case: dict, got: dict) -> None:
                 f"with respect to logit {j} should be {num(w)}, got {num(g)}"
                 + _grad_hint(zs, weights, got["grads"])
             )
+
+
+def _items(items: list) -> str:
+    """What came back, shortly: its first items, each as num shows it."""
+    return "[" + ", ".join(num(x) for x in items[:3]) + (", ...]" if len(items) > 3 else "]")
 
 
 def _softmax_grads(zs: Sequence[float], weights: Sequence[float]) -> list[float]:
@@ -145,8 +151,20 @@ def _softmax_grads(zs: Sequence[float], weights: Sequence[float]) -> list[float]
     return [z.grad for z in leaves]
 
 
+COMPARED = (
+    "take m from the numbers: max(z.data for z in zs); grading runs the course's Value, "
+    "which has no < or >"
+)
+RAISED = "call it with these logits in your notebook: it raises there too"
+
+
 def _hint(error: str, hint: str) -> str:
-    return f"\n({hint})" if any(word in error for word in BROKEN) else ""
+    """What an error raised on these logits points to."""
+    if any(word in error for word in BROKEN):
+        return f"\n({hint})"
+    if "not supported between instances" in error:
+        return f"\n({COMPARED})"
+    return f"\n({RAISED})"
 
 
 def _data_hint(data: list) -> str:
@@ -157,7 +175,7 @@ def _data_hint(data: list) -> str:
         return f"\n({OVERFLOW})"
     if not close(sum(numbers), 1.0, rel=1e-6):
         return f"\n(the outputs add up to {num(sum(numbers))}: divide each exp by their sum)"
-    return ""
+    return "\n(p_i = exp(z_i - m) / sum_j exp(z_j - m), with m = max(z))"
 
 
 def _grad_hint(zs: Sequence[float], weights: Sequence[float], got: list) -> str:
@@ -170,7 +188,7 @@ def _grad_hint(zs: Sequence[float], weights: Sequence[float], got: list) -> str:
             "\n(the sum in the denominator must be a Value built from the exps, so that "
             "every logit's gradient flows through it)"
         )
-    return ""
+    return "\n(build every p_i from Value operations on the logits, so backward() reaches them)"
 
 
 # ---- exercise 2: cross_entropy -------------------------------------------------------------
@@ -221,14 +239,17 @@ def _check_cross_entropy(case: dict, got: dict) -> None:
     batch = [[RefValue(z) for z in row] for row in case["logits"]]
     want = ref_cross_entropy(batch, case["labels"])
     if not got["is_value"]:
-        fail(f"{text} should return a Value, got {num(got['data'])}")
+        fail(
+            f"{text} should return a Value, got {num(got['data'])}\n(build the loss from "
+            "the logit Values, so that backward() reaches them)"
+        )
     if not close(got["data"], want.data, rel=1e-9, abs_=1e-9):
         fail(
             f"{text}\nshould be {num(want.data)}, got {num(got['data'])}"
             + _ce_data_hint(case, got["data"], want.data)
         )
     if "failed" in got:
-        fail(f"backward() from {text}\nraised {got['error']}")
+        fail(f"backward() from {text}\nraised {got['error']}\n({RAISED})")
     want.backward()
     for i, (row, ref_row) in enumerate(zip(got["grads"], batch)):
         for j, (g, z) in enumerate(zip(row, ref_row)):
@@ -277,7 +298,7 @@ def _ce_data_hint(case: dict, got: object, want: float) -> str:
     for matched, hint in candidates:
         if matched:
             return f"\n({hint})"
-    return ""
+    return "\n(each sample's loss is m + log(sum(exp(z - m))) - z[y]; the mean over the batch)"
 
 
 def _ce_grad_hint(case: dict, got: list, batch) -> str:
@@ -312,4 +333,4 @@ def _ce_grad_hint(case: dict, got: list, batch) -> str:
             for g, w in zip(row, wrow)
         ):
             return f"\n({hint})"
-    return ""
+    return "\n(d(loss)/dz = (softmax(z) - onehot(y)) / N: build the loss from the logit Values)"
