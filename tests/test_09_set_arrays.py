@@ -345,7 +345,8 @@ VARIANTS = [
         "    other = other if isinstance(other, Tensor) else Tensor(other)\n",
         "    if not isinstance(other, Tensor):\n"
         "        out = Tensor(self.data + other, (self,), '+')\n"
-        "        out._backward = lambda: self.__dict__.update(grad=self.grad + out.grad)\n"
+        "        out._backward = lambda: self.__dict__.update(\n"
+        "            grad=self.grad + unbroadcast(out.grad, self.shape))\n"
         "        return out\n",
     ),
     (
@@ -454,7 +455,7 @@ MESSAGES = [
     ("+ without unbroadcast for other", ADD, "unbroadcast(out.grad"),
     ("+ with = for +=", ADD, "+="),
     ("+ grad takes the broadcast shape", ADD, "sum out.grad over the broadcast axes"),
-    ("+ does not wrap numbers", ADD, "a + k raised"),
+    ("+ does not wrap numbers", ADD, "wrap a plain number (or a numpy array) in a Tensor"),
     ("+ adds in place", ADD, "changed the data of its input"),
     ("@ without the transpose of B", MATMUL, "out.grad @ B.T"),
     ("@ with B's gradient transposed", MATMUL, "A.T @ out.grad"),
@@ -502,7 +503,14 @@ def test_the_slips_are_caught_on_every_seed(solution, seed):
 
 ARRAY = {"shape": [2], "flat": [1.0, 2.0]}
 CLOSURE_CASE = {"expr": "a + b", "a": ARRAY, "b": ARRAY, "out_shape": [2]}
-CLOSURE_OK = {"is_tensor": True, "data": ARRAY, "changed": False, "a_grad": ARRAY, "b_grad": ARRAY}
+CLOSURE_OK = {
+    "is_tensor": True,
+    "data": ARRAY,
+    "changed": False,
+    "prev": [True, True],
+    "a_grad": ARRAY,
+    "b_grad": ARRAY,
+}
 GOOD = {
     "sa_unbroadcast": (
         {"cases": [{"grad": ARRAY, "shape": []}]},
@@ -526,6 +534,8 @@ BAD = [
     ("sa_closure", [{"is_tensor": True, "data": ARRAY, "changed": 0, "a_grad": ARRAY}]),
     ("sa_closure", [{**CLOSURE_OK, "data": {"shape": [3], "flat": [1.0, 2.0, 3.0]}}]),
     ("sa_closure", [{**CLOSURE_OK, "b_grad": {"shape": [1], "flat": []}}]),
+    ("sa_closure", [{k: v for k, v in CLOSURE_OK.items() if k != "prev"}]),
+    ("sa_closure", [{**CLOSURE_OK, "prev": [True, 1]}]),
     ("sa_backward", [{"grads": [], "ran": [1]}]),
     ("sa_backward", [{"grads": [ARRAY], "ran": [0]}]),
     ("sa_backward", [{"grads": [ARRAY]}]),

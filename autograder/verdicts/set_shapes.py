@@ -55,7 +55,7 @@ def _sa_closure(args: dict, result) -> None:
         if isinstance(entry, dict) and entry.get("failed") == "call":
             failure(entry, {"call"})
             continue
-        base = {"is_tensor", "data", "changed"}
+        base = {"is_tensor", "data", "changed", "prev"}
         if isinstance(entry, dict) and "failed" in entry:
             failure(entry, {"backprop"}, base)
         else:
@@ -63,6 +63,11 @@ def _sa_closure(args: dict, result) -> None:
         _sa_array(entry["data"])
         for name in ("is_tensor", "changed"):
             _need(isinstance(entry[name], bool), f"{name}: not a bool")
+        prev = entry["prev"]
+        _need(
+            isinstance(prev, list) and len(prev) == 2 and all(isinstance(p, bool) for p in prev),
+            "prev: not two bools",
+        )
         fits = entry["is_tensor"] and _sa_fits(entry["data"], case)
         _need(fits or "failed" not in entry, "a closure that should not have run")
         if "failed" in entry:

@@ -7,8 +7,8 @@
 - Each ``Tensor`` operation is built by the probe on arrays drawn here, and its closure
   called once, by hand, with a random ``out.grad`` and the inputs' grads already holding
   numbers; the same computation in refgrad Values, element by element, gives what every
-  grad must be. ``+`` runs with the course's ``unbroadcast`` (a ``Given``), so a slip in
-  that exercise costs nothing here.
+  grad must be (set_arrays_closures.py). ``+`` runs with the course's ``unbroadcast``
+  (a ``Given``), so a slip in that exercise costs nothing here.
 - ``backward()`` runs on graphs the probe makes by hand, whose closures are the probe's:
   none of the student's operations takes part.
 """
@@ -16,11 +16,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from . import set_arrays_ref as R
-from .common import Given, Kernel, RefValue, fail, num, ref, ref_nn, short
+from .common import Given, Kernel, Part, RefValue, fail, num, ref, ref_nn, shares, short
 from .set_arrays_backward import backward
+from .set_arrays_closures import (
+    WRAP,
+    check_closures,
+    closure_case,
+    common_hint,
+    ignores_out_grad,
+    parts,
+)
 from .sets import course_engine
 
 ENGINE = course_engine("Value", "MLP")
@@ -123,11 +130,24 @@ def _slips(want: int, nin: int, nouts: list[int], fused: bool) -> dict[str, set[
 
 
 def _count_hint(failures: list[tuple]) -> str:
-    """The slip that explains every wrong count (a slip is the same in every case)."""
+    """The slip that explains every wrong count (a slip is the same in every case), or
+    else the parts of the first wrong count."""
     for name, hint in COUNT_HINTS.items():
         if all(got in _slips(want, *case)[name] - {want} for want, got, case in failures):
             return f"\n({hint})"
-    return ""
+    return f"\n({_breakdown(*failures[0][2])})"
+
+
+def _breakdown(nin: int, nouts: list[int], fused: bool) -> str:
+    """The parts of a count, as a hint: 2 inputs + 13 parameters + ..."""
+    p = _count_parts(nin, nouts, fused)
+    sums = f"{p['neurons']} dot nodes" if fused else f"{2 * p['weights']} products and additions"
+    total = p["inputs"] + p["parameters"] + p["relus"]
+    total += p["neurons"] if fused else 2 * p["weights"]
+    return (
+        f"{p['inputs']} inputs + {p['parameters']} parameters + {sums}"
+        f" + {p['relus']} relus = {total}"
+    )
 
 
 def count(kernel: Kernel) -> None:
@@ -149,27 +169,47 @@ def count(kernel: Kernel) -> None:
         ]
     results = kernel.run("calls", function="count_nodes", calls=calls, what="count_nodes")
     wanted: dict[tuple, int] = {}
-    failures, first = [], ""
+    failures, first, unfused_default = [], "", True
     for call, got in zip(calls, results):
         nin, nouts = call["args"]
         fused = call.get("kwargs", {}).get("fused", True)
         text = f"count_nodes({nin}, {nouts}" + (f", fused={fused})" if "kwargs" in call else ")")
-        if "failed" in got:
-            if got["type"] == NOT_WRITTEN:
-                fail("count_nodes raised NotImplementedError (not written yet)")
-            fail(f"{text} raised {got['error']}")
-        if got["args"][1] != nouts:
-            fail(
-                f"{text} changed the list nouts it was given, to {got['args'][1]}\n"
-                "(make a new list instead, such as [nin, *nouts])"
-            )
         key = (nin, tuple(nouts), fused)
         if key not in wanted:
             wanted[key] = nodes_of(nin, nouts, fused, rng.randrange(10**6))
-        want, result = wanted[key], got["result"]
-        if not _is_number(result) or result != want:
+        want = wanted[key]
+        if "failed" in got:
+            if got["type"] == NOT_WRITTEN:
+                fail("count_nodes raised NotImplementedError (not written yet)")
+            fail(
+                f"{text} should return {want},\ngot {short(got['error'], 84)}\n"
+                f"(compute it from nin and nouts alone: {_breakdown(nin, nouts, fused)})"
+            )
+        if got["args"][1] != nouts:
+            fail(
+                f"{text} changed the list nouts it was given:\n"
+                f"it should stay {nouts}, got {got['args'][1]}\n"
+                "(make a new list instead, such as [nin, *nouts])"
+            )
+        result = got["result"]
+        if not _is_number(result):
+            fail(
+                f"{text} should be the number {want}, got {num(result)}\n"
+                "(return a plain int: a count is a whole number, not an array)"
+            )
+        if result != want:
             first = first or f"{text} should be {want}, got {num(result)}"
             failures.append((want, result, (nin, nouts, fused)))
+            unfused = _count_parts(nin, nouts, False)
+            unfused_default &= (
+                "kwargs" not in call
+                and result == want + 2 * unfused["weights"] - unfused["neurons"]
+            )
+    if failures and unfused_default:
+        fail(
+            first
+            + "\n(fused should be True when it is not given: def count_nodes(..., fused=True))"
+        )
     if failures:
         fail(first + _count_hint(failures))
 
@@ -217,30 +257,43 @@ def unbroadcast_test(kernel: Kernel) -> None:
     results = kernel.run("sa_unbroadcast", function="unbroadcast", cases=cases, what="unbroadcast")
     for grad, (big, small), got in zip(grads, pairs, results):
         text = f"unbroadcast(grad of shape {R.shape_text(big)}, {R.shape_text(small)})"
+        want = R.unbroadcast(grad, small)
         if "failed" in got:
             if got["type"] == NOT_WRITTEN:
                 fail("unbroadcast raised NotImplementedError (not written yet)")
-            fail(f"{text} raised {got['error']}")
-        want = R.unbroadcast(grad, small)
+            fail(
+                f"{text} should be {R.array_text(want)},\n"
+                f"got {short(got['error'], 84)}\n({UNBROADCAST_STEPS})"
+            )
         result = got["result"]
         if "shape" not in result:
-            fail(f"{text} should return an array, got {num(result)}")
+            fail(
+                f"{text} should return an array, {R.array_text(want)},\n"
+                f"got {num(result)}\n(return the summed array: grad.sum(...) makes one)"
+            )
         if tuple(result["shape"]) != want.shape:
             fail(
                 f"{text} should have shape {R.shape_text(small)}, got "
-                f"{R.shape_text(result['shape'])}" + _line(_shape_hint(result, big, small))
+                f"{R.shape_text(result['shape'])}\n{R.expected_got(want, result)}"
+                + _line(_shape_hint(result, big, small))
             )
         if not R.same(result, want):
             where, w, g = R.first_difference(result, want)
             fail(
-                f"{text}{where} should be {num(w)}, got {num(g)}"
-                + _line(_sum_hint(result, want, grad, small))
+                f"{text}{where} should be {num(w)}, got {num(g)}\n"
+                f"{R.expected_got(want, result)}"
+                + _line(_sum_hint(result, want, grad, small) or UNBROADCAST_STEPS)
             )
         if got["changed"]:
             fail(
-                f"{text} changed the array grad it was given: out.grad is needed again\n"
-                "(for the other operand): compute new arrays, as grad.sum(...) does"
+                f"{text} changed the array grad it was given:\n"
+                "it should stay as it was, got it changed in place\n"
+                "(out.grad is needed again, for the other operand: compute new arrays,\n"
+                "as grad.sum(...) does)"
             )
+
+
+UNBROADCAST_STEPS = "sum axis 0 while grad has more axes, then keepdims=True where shape has 1"
 
 
 def _shape_hint(result: dict, big: R.Shape, small: R.Shape) -> str:
@@ -266,184 +319,29 @@ def _line(text: str) -> str:
 # ---- exercises 3 to 5: the closures of +, @, tanh and sum -------------------------------
 
 
-def _reference(case: dict) -> tuple[R.Arr, R.Arr, R.Arr | None]:
-    """out's data, a's grad and b's grad after the closure, from refgrad Values: the
-    presets plus d(sum of out.grad * out)/d(input)."""
-    a = R.from_spec(case["a"]).values()
-    b = R.from_spec(case["b"]).values() if case.get("b") is not None else None
-    expr = case["expr"]
-    if expr in ("a.tanh()", "a.sum()"):
-        out = R.tanh(a) if expr == "a.tanh()" else R.Arr((), [R.total(a)])
-    else:
-        other = {"a + b": b, "a + a": a, "a @ b": b, "a @ a": a}.get(expr)
-        if expr == "a + k":
-            other = R.Arr((), [RefValue(case["k"])])
-        out = R.matmul(a, other) if "@" in expr else R.add(a, other)
-    up = case["upstream"]
-    ups = R.from_spec(up).flat if isinstance(up, dict) else [up]
-    loss = R.total(R.Arr((len(out.flat),), [g * o for g, o in zip(ups, out.flat)]))
-    loss.backward()
-    a_grad = R.combine((1.0, R.from_spec(case["preset_a"])), (1.0, a.grads()))
-    b_grad = None
-    if b is not None:
-        b_grad = R.combine((1.0, R.from_spec(case["preset_b"])), (1.0, b.grads()))
-    return out.data(), a_grad, b_grad
-
-
-def closure_case(rng, expr: str, a_shape, b_shape=None, k=None) -> dict:
-    """A case for the probe: inputs, a random out.grad and random grads already there."""
-    a = R.draw(rng, a_shape, -2.5, 2.5)
-    b = R.draw(rng, b_shape) if b_shape is not None else None
-    if "@" in expr:
-        other = a_shape if expr == "a @ a" else b_shape
-        out_shape = (a_shape[0], other[1])
-    elif expr in ("a.tanh()", "a + k", "a + a"):
-        out_shape = a_shape
-    elif expr == "a.sum()":
-        out_shape = ()
-    else:
-        out_shape = R.broadcast_shape(a_shape, b_shape)
-    case = {
-        "expr": expr,
-        "a": a.spec(),
-        "b": b.spec() if b is not None else None,
-        "k": k,
-        "out_shape": list(out_shape),
-        "preset_a": R.draw(rng, a_shape).spec(),
-        "preset_b": R.draw(rng, b_shape).spec() if b is not None else None,
-    }
-    if expr == "a.sum()":
-        case["upstream"] = rng.choice((-1, 1)) * round(rng.uniform(0.5, 3.0), 3)
-    else:
-        case["upstream"] = R.draw(rng, out_shape).spec()
-    return case
-
-
-def check_closures(
-    kernel: Kernel,
-    method: str,
-    cases: list[dict],
-    hint: Callable[[dict, str, dict], str],
-    given: tuple[Given, ...] = (),
-) -> None:
-    """Every case's output and grads against the reference; ``hint(case, name, got)``
-    says what a wrong grad suggests."""
-    results = kernel.run("sa_closure", tensor="Tensor", cases=cases, given=given, what=method)
-    for case, got in zip(cases, results):
-        _check_closure(method, case, got, hint)
-
-
-def describe(case: dict) -> str:
-    """The case's inputs, for a message."""
-    parts = [f"a of shape {R.shape_text(case['a']['shape'])}"]
-    if case.get("b") is not None:
-        parts.append(f"b of shape {R.shape_text(case['b']['shape'])}")
-    if case.get("k") is not None:
-        parts.append(f"k = {num(case['k'])}")
-    return "with " + ", ".join(parts)
-
-
-def _check_closure(method: str, case: dict, got: dict, hint) -> None:
-    expr, where = case["expr"], describe(case)
-    if got.get("failed") == "call":
-        if got["type"] == NOT_WRITTEN:
-            fail(f"`{method}` raised NotImplementedError (not written yet)")
-        fail(f"`{method}`: {expr} raised {got['error']}\n{where}")
-    if not got["is_tensor"]:
-        fail(f"`{method}`: {expr} should return a Tensor, got {R.value_text(got['data'])}")
-    want_data, want_a, want_b = _reference(case)
-    data = got["data"]
-    if expr == "a.sum()" and "shape" in data and len(data["flat"]) == 1:
-        data = {"shape": [], "flat": data["flat"]}
-    if "shape" not in data or tuple(data["shape"]) != want_data.shape:
-        fail(
-            f"`{method}`: ({expr}).data should have shape {R.shape_text(want_data.shape)}, "
-            f"got {R.got_text(data)}\n{where}"
-        )
-    if not R.same(data, want_data):
-        at, w, g = R.first_difference(data, want_data)
-        fail(f"`{method}`: ({expr}).data{at} should be {num(w)}, got {num(g)}\n{where}")
-    if got["changed"]:
-        fail(f"`{method}`: {expr} changed the data of its input: make a new array instead")
-    if "failed" in got:
-        fail(
-            f"`{method}`: the closure of {expr} raised {short(got['error'], 70)}\n{where}"
-            + _line(hint(case, "closure", got))
-        )
-    for name, want in (("a", want_a), ("b", want_b)):
-        if want is None:
-            continue
-        grad = got[f"{name}_grad"]
-        if "shape" not in grad or tuple(grad["shape"]) != want.shape:
-            fail(
-                f"`{method}`: {name}.grad should keep {name}'s shape "
-                f"{R.shape_text(want.shape)}, got {R.got_text(grad)}\n"
-                f"after the closure of {expr} {where}" + _line(hint(case, name, grad))
-            )
-        if not R.same(grad, want):
-            at, w, g = R.first_difference(grad, want)
-            fail(
-                f"`{method}`: {name}.grad{at} should be {num(w)}, got {num(g)}\n"
-                f"after the closure of {expr} {where}, out.grad random"
-                + _line(hint(case, name, grad))
-            )
-
-
-def _parts(case: dict, name: str) -> tuple[R.Arr, R.Arr]:
-    """(what the grad held before, what the closure should add) for input ``name``."""
-    _, want_a, want_b = _reference(case)
-    preset = R.from_spec(case[f"preset_{name}"])
-    want = want_a if name == "a" else want_b
-    return preset, R.combine((1.0, want), (-1.0, preset))
-
-
-def _common_hint(case: dict, name: str, grad: dict) -> str:
-    """Slips every closure can make: ``=`` for ``+=``, the wrong sign."""
-    if name not in ("a", "b") or "shape" not in grad:
-        return ""
-    preset, added = _parts(case, name)
-    if R.same(grad, added):
-        if case["expr"] in ("a + a", "a @ a"):
-            return "a is used twice: use += so that its two gradients add up"
-        return "= where += belongs: the grad that was already there is lost"
-    if R.same(grad, R.combine((1.0, preset), (-1.0, added))):
-        return "the closure's sign is flipped"
-    if R.same(grad, preset):
-        return "the closure added nothing to this grad"
-    return ""
-
-
-def _ones_like_up(case: dict) -> dict:
-    """The case with out.grad all ones: what a closure that ignores out.grad adds."""
-    up = case["upstream"]
-    ones = R.Arr(tuple(up["shape"]), [1.0] * len(up["flat"])) if isinstance(up, dict) else None
-    return {**case, "upstream": ones.spec() if ones else 1.0}
-
-
-def _ignores_out_grad(case: dict, name: str, grad: dict) -> bool:
-    preset, _ = _parts(case, name)
-    _, added = _parts(_ones_like_up(case), name)
-    return R.same(grad, R.combine((1.0, preset), (1.0, added)))
-
-
 def _add_hint(case: dict, name: str, grad: dict) -> str:
     if name == "closure":
-        if "non-broadcastable" in grad.get("error", "") or "shape" in grad.get("error", ""):
+        error = grad.get("error", "")
+        if case["expr"] in ("a + k", "a + c") and "attribute" in error:
+            return WRAP
+        if "non-broadcastable" in error or "shape" in error:
             return "each grad has its tensor's shape: unbroadcast(out.grad, x.data.shape)"
         return ""
-    found = _common_hint(case, name, grad)
+    found = common_hint(case, name, grad)
     if found or "shape" not in grad:
         return found
     if tuple(grad["shape"]) == tuple(case["out_shape"]) != tuple(case[name]["shape"]):
         return "sum out.grad over the broadcast axes: unbroadcast(out.grad, shape)"
-    if _ignores_out_grad(case, name, grad):
+    if ignores_out_grad(case, name, grad):
         return "the gradient of a + b is out.grad itself: pass out.grad on"
     return ""
 
 
 def add_test(kernel: Kernel) -> None:
-    """a + b for every way shapes broadcast, a + number and a + a (twice each, at random
-    sizes), with the course's unbroadcast."""
+    """a + b for every way shapes broadcast (either side, rows and columns, axes of length
+    1, a 0-d Tensor), a + a plain number (float or int) and a + a numpy array (of floats
+    or ints, 0-d, smaller or larger than a), and a + a: twice each, at random sizes, with
+    the course's unbroadcast."""
     rng = kernel.rng
     cases = []
     for _ in range(2):
@@ -452,11 +350,18 @@ def add_test(kernel: Kernel) -> None:
             closure_case(rng, "a + b", (n, m), (m,)),
             closure_case(rng, "a + b", (n, m), (n, m)),
             closure_case(rng, "a + b", (n, m), (1, m)),
+            closure_case(rng, "a + b", (n, m), (n, 1)),
             closure_case(rng, "a + b", (n, 1), (1, m)),
             closure_case(rng, "a + b", (m,), (n, m)),
             closure_case(rng, "a + b", (d, n, m), (m,)),
             closure_case(rng, "a + b", (), (n, m)),
+            closure_case(rng, "a + b", (n, m), ()),
             closure_case(rng, "a + k", (n, m), k=round(rng.uniform(-3, 3), 2)),
+            closure_case(rng, "a + k", (n, m), k=rng.choice((-2, 1, 2, 3))),
+            closure_case(rng, "a + c", (n, m), (m,)),
+            closure_case(rng, "a + c", (n, m), ()),
+            closure_case(rng, "a + c", (m,), (n, m)),
+            closure_case(rng, "a + c", (n, m), (n, m), dtype="int"),
             closure_case(rng, "a + a", (n, m)),
         ]
     check_closures(kernel, "Tensor.__add__", cases, _add_hint, given=(UNBROADCAST,))
@@ -465,7 +370,7 @@ def add_test(kernel: Kernel) -> None:
 def _matmul_hint(case: dict, name: str, grad: dict) -> str:
     if name == "closure":
         return "a.grad = out.grad @ B.T has a's shape, b.grad = A.T @ out.grad has b's"
-    found = _common_hint(case, name, grad)
+    found = common_hint(case, name, grad)
     if found or "shape" not in grad or case["expr"] != "a @ b":
         return found
     a, b = R.from_spec(case["a"]), R.from_spec(case["b"])
@@ -491,7 +396,7 @@ def _matmul_hint(case: dict, name: str, grad: dict) -> str:
             return hint
     if tuple(grad["shape"]) == tuple(reversed(preset.shape)) != preset.shape:
         return "that looks transposed: each grad has the shape of its own matrix"
-    if right is not None and _ignores_out_grad(case, name, grad):
+    if right is not None and ignores_out_grad(case, name, grad):
         return "multiply by out.grad: it carries everything after this node"
     return ""
 
@@ -519,11 +424,11 @@ def matmul_test(kernel: Kernel) -> None:
 def _tanh_sum_hint(case: dict, name: str, grad: dict) -> str:
     if name == "closure" or "shape" not in grad:
         return ""
-    found = _common_hint(case, name, grad)
+    found = common_hint(case, name, grad)
     if found:
         return found
     x = R.from_spec(case["a"])
-    preset, added = _parts(case, name)
+    preset, added = parts(case, name)
     if case["expr"] == "a.tanh()":
         up = R.from_spec(case["upstream"]).flat
         t = [math.tanh(v) for v in x.flat]
@@ -550,7 +455,7 @@ def _tanh_sum_hint(case: dict, name: str, grad: dict) -> str:
 
 
 def tanh_sum_test(kernel: Kernel) -> None:
-    """tanh and sum on arrays of 0 to 3 dimensions."""
+    """tanh and sum on arrays of 0 to 3 dimensions: a share of the points each."""
     rng = kernel.rng
     shapes = [(), (5,), (3, 4), (2, 3, 2), (1,), (4, 1)]
     cases = []
@@ -562,8 +467,21 @@ def tanh_sum_test(kernel: Kernel) -> None:
         cases += [closure_case(rng, "a.tanh()", shape), closure_case(rng, "a.sum()", shape)]
     tanh_cases = [c for c in cases if c["expr"] == "a.tanh()"]
     sum_cases = [c for c in cases if c["expr"] == "a.sum()"]
-    check_closures(kernel, "Tensor.tanh", tanh_cases, _tanh_sum_hint)
-    check_closures(kernel, "Tensor.sum", sum_cases, _tanh_sum_hint)
+    shares(
+        kernel,
+        [
+            Part(
+                "`Tensor.tanh`",
+                ("Tensor.tanh",),
+                lambda: check_closures(kernel, "Tensor.tanh", tanh_cases, _tanh_sum_hint),
+            ),
+            Part(
+                "`Tensor.sum`",
+                ("Tensor.sum",),
+                lambda: check_closures(kernel, "Tensor.sum", sum_cases, _tanh_sum_hint),
+            ),
+        ],
+    )
 
 
 # What each test grades, as ``Given`` targets name it: the course's code for these is sent

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 
 from . import set_arrays_ref as R
-from .common import Kernel, fail, num
+from .common import Kernel, fail, num, short
 
 
 @dataclass
@@ -158,20 +158,34 @@ def _check(graph: Graph, got: dict) -> None:
     if "failed" in got:
         if got["type"] == "NotImplementedError":
             fail("`Tensor.backward` raised NotImplementedError (not written yet)")
-        fail(f"`Tensor.backward` raised {got['error']}\n{where}")
+        fail(
+            "`Tensor.backward` should set the grad of every node,\n"
+            f"got {short(got['error'], 84)}\n{where}" + _raised_hint(got)
+        )
     for k, (want, grad) in enumerate(zip(graph.reference(), got["grads"])):
         if "shape" not in grad or tuple(grad["shape"]) != want.shape:
             fail(
                 f"`Tensor.backward`: x{k}.grad should keep x{k}'s shape "
-                f"{R.shape_text(want.shape)}, got {R.got_text(grad)}\n{where}"
-                + _hint(graph, got["ran"], grad)
+                f"{R.shape_text(want.shape)}, got {R.got_text(grad)}\n"
+                f"{R.expected_got(want, grad)}\n{where}" + _hint(graph, got["ran"], grad)
             )
         if not R.same(grad, want):
             at, w, g = R.first_difference(grad, want)
             fail(
-                f"`Tensor.backward`: x{k}.grad{at} should be {num(w)}, got {num(g)}\n{where}"
-                + _hint(graph, got["ran"], grad)
+                f"`Tensor.backward`: x{k}.grad{at} should be {num(w)}, got {num(g)}\n"
+                f"{R.expected_got(want, grad)}\n{where}" + _hint(graph, got["ran"], grad)
             )
+
+
+def _raised_hint(got: dict) -> str:
+    if got["type"] == "RecursionError":
+        return "\n(a node is visited again and again: keep a set of the nodes seen)"
+    if got["type"] == "AttributeError" and "_prev" not in got["error"]:
+        return "\n(backward() uses only each node's _prev, _backward and grad)"
+    return (
+        "\n(put the nodes in topological order through _prev, set self.grad to ones,\n"
+        "then call each node's _backward(), the output's first)"
+    )
 
 
 def _hint(graph: Graph, ran: list[int], grad: dict) -> str:

@@ -186,6 +186,34 @@ def value_text(got: dict) -> str:
     return num(got)
 
 
+def few(x: dict | Arr, most: int = 4) -> str:
+    """A few of an array's numbers, row by row: ``[1, 2.5, -3, 4, ...]`` (a 0-d array's
+    one number as it is); what is not an array of numbers, as ``num`` shows it."""
+    if isinstance(x, Arr):
+        shape, flat = x.shape, x.flat
+    elif isinstance(x, dict) and "shape" in x:
+        shape, flat = tuple(x["shape"]), x["flat"]
+    else:
+        return num(x)
+    if not shape:
+        return num(flat[0])
+    more = ", ..." if len(flat) > most else ""
+    return "[" + ", ".join(num(v) for v in flat[:most]) + more + "]"
+
+
+def array_text(x: dict | Arr) -> str:
+    """An array for a message: a few numbers and its shape."""
+    if isinstance(x, Arr) or (isinstance(x, dict) and "shape" in x):
+        shape = x.shape if isinstance(x, Arr) else x["shape"]
+        return f"{few(x)} of shape {shape_text(shape)}"
+    return num(x)
+
+
+def expected_got(want: Arr, got: dict) -> str:
+    """Two lines: a few numbers of the expected array and of what came back."""
+    return f"expected {array_text(want)}\ngot {array_text(got)}"
+
+
 def got_text(got: dict) -> str:
     """What came back instead of an array, or its shape."""
     if "shape" in got:

@@ -17,10 +17,12 @@ from .runtime import OPERATIONS, failure, lookup, short_repr
 
 SA_MAX_SIZE = 10_000  # numbers in one array sent back; a larger one is sent as its repr
 
-# The expressions a closure test may build: a and b are Tensors, k a plain number.
+# The expressions a closure test may build: a and b are Tensors, k a plain number, c a
+# numpy array (made from the case's "c", of its "dtype").
 SA_EXPRESSIONS = {
     "a + b": lambda a, b, k: a + b,
     "a + k": lambda a, b, k: a + k,
+    "a + c": lambda a, b, k: a + k,
     "a + a": lambda a, b, k: a + a,
     "a @ b": lambda a, b, k: a @ b,
     "a @ a": lambda a, b, k: a @ a,
@@ -87,14 +89,18 @@ def sa_op_closure(ns, tensor: str, cases: list[dict]) -> list:
         a = Tensor(sa_make(case["a"]))
         b = Tensor(sa_make(case["b"])) if case.get("b") is not None else None
         kept = [t.data.copy() for t in (a, b) if t is not None]
+        k = case.get("k")
+        if case.get("c") is not None:
+            k = sa_make(case["c"]).astype(case.get("dtype") or "float")
         try:
-            result = SA_EXPRESSIONS[case["expr"]](a, b, case.get("k"))
+            result = SA_EXPRESSIONS[case["expr"]](a, b, k)
         except Exception as exc:
             out.append(failure("call", exc))
             continue
         entry = {
             "is_tensor": isinstance(result, Tensor),
             "data": sa_array(getattr(result, "data", result)),
+            "prev": sa_parents(result, a, b),
         }
         if entry["is_tensor"] and sa_fits(entry["data"], case):
             entry.update(sa_run_closure(result, a, b, case))
@@ -103,6 +109,16 @@ def sa_op_closure(ns, tensor: str, cases: list[dict]) -> list:
         )
         out.append(entry)
     return out
+
+
+def sa_parents(result, a, b) -> list:
+    """[a is among result's _prev, b is] (False for no b, or a _prev that is not a
+    collection of nodes)."""
+    try:
+        prev = list(getattr(result, "_prev", None) or ())
+    except Exception:
+        prev = []
+    return [any(p is a for p in prev), b is not None and any(p is b for p in prev)]
 
 
 def sa_fits(data: dict, case: dict) -> bool:
