@@ -197,6 +197,7 @@ def pitfalls(kernel: Kernel) -> None:
 
 # What each test grades, as ``Given`` targets name it (verdicts.Deferred).
 EXERCISES = {
+    "grads_test_grad_check": ("relative_error",),
     "grads_test_fix_derivative": ("Fixed.tanh",),
     "grads_test_fix_accumulate": ("Fixed.__mul__",),
     "grads_test_fix_reflected": ("Fixed.__rtruediv__",),
