@@ -112,7 +112,7 @@ DEPARTURES = [
     (IRIS, "seeded after the model", bug("recipe seeded after the model"), "random.seed(seed)"),
     (IRIS, "(model, steps, optimizer)", bug("recipe in the wrong order"), "steps"),
     (IRIS, "one output", bug("recipe with one output"), "3 scores"),
-    (IRIS, "over the step budget", bug("recipe over the step budget"), "from 1 to 200"),
+    (IRIS, "over the step budget", bug("recipe over the step budget"), "1 to 200"),
     (
         IRIS,
         "over the parameter budget",
