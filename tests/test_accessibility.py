@@ -78,10 +78,6 @@ def opened(context, path: Path):
 
 # ---- pictures: what they show, in words (fast) ------------------------------------------
 
-# Sets whose plots are still plain matplotlib images, with no text alternative: problem set
-# 2 shows four (its source is being reworked; each plt.show() becomes show_plot("...")).
-PLOTS_WITHOUT_ALT = {"08_set_training"}
-
 
 def test_a_graph_drawing_says_in_words_what_it_shows():
     from helpers import load_kit
@@ -133,8 +129,6 @@ def test_every_plot_and_graph_drawing_has_a_text_alternative():
 
     missing = []
     for assignment in assignments():
-        if assignment in PLOTS_WITHOUT_ALT:
-            continue
         nb = nbformat.read(notebook_path(SOLUTIONS, assignment), as_version=4)
         for i, cell in enumerate(nb.cells):
             for out in cell.get("outputs", []):

@@ -275,7 +275,7 @@ def test_08_set_training_reads_iris_beside_the_graded_notebook(graded):
         if c.cell_type == "code"
     }
     assert outputs["training_iris_data"].startswith("150 flowers"), outputs["training_iris_data"]
-    assert "✓ train_test_split" in outputs[t08.DATA], outputs[t08.DATA]
+    assert "✓ fit_standardizer" in outputs[t08.DATA], outputs[t08.DATA]
 
 
 def test_09_set_arrays(graded):

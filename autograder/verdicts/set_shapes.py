@@ -227,11 +227,13 @@ def _st_iris(args: dict, result) -> None:
     if isinstance(result, dict) and result.get("failed") == "call":
         failure(result, {"call"})
         return None
-    base = {"steps", "params"}
+    base = {"steps", "params", "same_seed", "other_seed"}
     if isinstance(result, dict) and "failed" in result:
         failure(result, {"backprop"}, base)
     else:
         keys(result, base, {"losses", "scores", "output"})
+    for key in ("same_seed", "other_seed"):
+        _need(result[key] in (True, False, None), f"{key}: not a yes or no")
     plain(result["steps"])
     _st_count(result["params"], "params")
     steps = result["steps"]

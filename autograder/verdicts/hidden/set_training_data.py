@@ -1,15 +1,14 @@
 """Hidden tests of 08_set_training's exercises 4 to 6: the data, the classifier, Iris.
 
-- ``data``: train_test_split on random labelled points (a partition that keeps each
-  point with its label, round(fraction * count) of each class in the test set, the same
-  split for the same seed and other splits for other seeds, the inputs left alone);
-  fit_standardizer and standardize against plain arithmetic, a constant feature too.
+- ``data``: fit_standardizer and standardize against plain arithmetic, a constant
+  feature too, each for its share of the points (train_test_split is given).
 - ``classify``: cross_entropy is problem set 1's exercise 2 and is checked by its test
   (sg_softmax.cross_entropy: refgrad, logits of +-1000 too); accuracy with a model that
-  answers from the grader's table of scores.
-- ``iris``: the student's recipe (model, optimizer, steps), trained in the kernel by the
-  probe with the course's optimizers and loss on a fresh stratified split of Iris, must
-  reach 85% on the held-out flowers (on a second split if the first falls short).
+  answers from the grader's table of scores; each for its share.
+- ``iris``: the student's recipe (model, optimizer, steps): the same seed must build the
+  same model and another seed another one; trained in the kernel by the probe with the
+  course's optimizers and loss on a fresh stratified split of Iris, it must reach 85% on
+  the held-out flowers (on a second split if the first falls short).
 
 Registered in 08_set_training.py's TESTS.
 """
@@ -19,9 +18,8 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections import Counter
 
-from .common import COURSE, Given, Kernel, close, fail, num
+from .common import COURSE, Given, GradingFailure, Kernel, Part, close, fail, num, shares
 from .sg_softmax import cross_entropy as check_cross_entropy
 
 IRIS = COURSE / "source" / "08_set_training" / "iris.csv"
@@ -29,6 +27,12 @@ OPTIM = (COURSE / "source" / ".reference" / "refgrad" / "optim.py").read_text()
 OPTIMIZERS = (Given("SGD", "SGD", OPTIM), Given("Adam", "Adam", OPTIM))
 MAX_STEPS, MAX_PARAMS = 200, 100
 THRESHOLD = 0.85  # of the 45 held-out flowers: at least 39 right
+
+
+def not_written(what: str, got: dict) -> None:
+    """A stub raised NotImplementedError: one line, as for every exercise not written yet."""
+    if got.get("type") == "NotImplementedError":
+        fail(f"{what} raised NotImplementedError (not written yet)")
 
 
 def vec(values, width: int = 5) -> str:
@@ -49,88 +53,18 @@ def rows_text(xs: list[list[float]]) -> str:
     return f"xs ({len(xs)} rows of {len(xs[0])} features)"
 
 
-# ---- exercise 4: splitting and standardizing --------------------------------------------------
+# ---- exercise 4: standardizing ----------------------------------------------------------------
 
 
 def data(kernel: Kernel) -> None:
-    check_split(kernel)
-    check_standardize(kernel)
-
-
-def _split_case(rng: random.Random) -> tuple[list, list, float]:
-    """Labelled points of 2 or 3 classes (5 to 12 each, shuffled), and a test fraction
-    that no class's share puts near .5 (where round and int disagree on purpose)."""
-    while True:
-        fraction = rng.choice((0.2, 0.25, 0.3, 0.4))
-        counts = [rng.randint(5, 12) for _ in range(rng.choice((2, 3)))]
-        shares = [fraction * c for c in counts]
-        if all(abs(s - math.floor(s) - 0.5) > 0.05 for s in shares) and any(
-            s - math.floor(s) > 0.5 for s in shares
-        ):
-            break
-    ys = [c for c, n in enumerate(counts) for _ in range(n)]
-    rng.shuffle(ys)
-    xs = [[round(rng.uniform(0, 10), 2), float(i)] for i in range(len(ys))]
-    return xs, ys, fraction
-
-
-def check_split(kernel: Kernel) -> None:
-    rng = kernel.rng
-    xs, ys, fraction = _split_case(rng)
-    seeds = rng.sample(range(1000), 4)
-    calls = [{"args": [xs, ys, fraction, s]} for s in [seeds[0], *seeds]]
-    results = kernel.run("calls", function="train_test_split", calls=calls, what="train_test_split")
-    what = f"train_test_split(xs, ys, {fraction}, seed)"
-    tests = []
-    for got in results:
-        if "failed" in got:
-            fail(f"{what} raised {got['error']}")
-        if got["args"][0] != xs or got["args"][1] != ys:
-            fail(f"{what} changed xs or ys: leave the caller's lists as they are")
-        tests.append(_check_partition(what, xs, ys, fraction, got["result"]))
-    if tests[0] != tests[1]:
-        fail(f"{what} gave two different splits for the same seed: use random.Random(seed)")
-    if all(t == tests[1] for t in tests[2:]):
-        fail(f"{what} gave the same test set for 4 different seeds: shuffle with the seed")
-
-
-def _check_partition(what: str, xs: list, ys: list, fraction: float, result) -> frozenset:
-    """The test set (as indices) of a correct partition; fails on anything else."""
-    n = len(xs)
-    if not (
-        isinstance(result, list) and len(result) == 4 and all(isinstance(r, list) for r in result)
-    ):
-        fail(f"{what} should return 4 lists (train_xs, train_ys, test_xs, test_ys)")
-    train_xs, train_ys, test_xs, test_ys = result
-    if len(train_xs) != len(train_ys) or len(test_xs) != len(test_ys):
-        fail(f"{what}: each x list should be as long as its y list")
-    label = {x[1]: y for x, y in zip(xs, ys)}
-    seen = Counter()
-    for x, y in [*zip(train_xs, train_ys), *zip(test_xs, test_ys)]:
-        if not (isinstance(x, list) and len(x) == 2 and x[1] in label and xs[int(x[1])] == x):
-            fail(f"{what} returned {num(x)}, which is not one of the points")
-        if label[x[1]] != y:
-            fail(f"{what} paired a point with another point's label: keep (x, y) together")
-        seen[x[1]] += 1
-    if any(c > 1 for c in seen.values()) or len(seen) != n:
-        fail(f"{what}: every point should be in exactly one of the two sets")
-    counts = Counter(ys)
-    got = Counter(test_ys)
-    for c in sorted(counts):
-        want = round(fraction * counts[c])
-        if got[c] != want:
-            if len(test_xs) > len(train_xs) and fraction < 0.5:
-                fail(f"{what}: the test set is the larger one: return train first, then test")
-            hint = ""
-            if got[c] == int(fraction * counts[c]):
-                hint = f"\n(round({fraction} * {counts[c]}) is {want}: use round, not int)"
-            elif sum(got.values()) == round(fraction * n):
-                hint = "\n(take round(test_fraction * count) from each class separately)"
-            fail(
-                f"{what}: class {c} has {counts[c]} points, so {want} should be in the test "
-                f"set, got {got[c]}{hint}"
-            )
-    return frozenset(x[1] for x in test_xs)
+    """fit_standardizer, then standardize (on the grader's statistics): each its share."""
+    shares(
+        kernel,
+        [
+            Part("`fit_standardizer`", ("fit_standardizer",), lambda: check_fitted(kernel)),
+            Part("`standardize`", ("standardize",), lambda: check_standardize(kernel)),
+        ],
+    )
 
 
 def _matrix(rng: random.Random, n: int, d: int) -> list[list[float]]:
@@ -146,15 +80,18 @@ def _stats(xs: list[list[float]], raw: bool = False) -> tuple[list[float], list[
     return means, stds if raw else [s if s > 1e-12 else 1.0 for s in stds]
 
 
-def check_standardize(kernel: Kernel) -> None:
-    rng = kernel.rng
-    cases = [[[1.0, 10.0], [3.0, 10.0]]]  # the visible check's: a constant feature too
+def _cases(rng: random.Random) -> list[list[list[float]]]:
+    cases = [[[3.0, 10.0], [1.0, 10.0]]]  # the visible check's: a constant feature too
     for _ in range(6):
         cases.append(_matrix(rng, rng.randint(3, 8), rng.randint(1, 4)))
     constant = _matrix(rng, 5, 3)
     for row in constant:
         row[1] = 2.5
-    cases += [constant, [[4.0, -1.5]]]
+    return [*cases, constant, [[4.0, -1.5]]]
+
+
+def check_fitted(kernel: Kernel) -> None:
+    cases = _cases(random.Random(kernel.rng.random()))
     results = kernel.run(
         "calls",
         function="fit_standardizer",
@@ -163,8 +100,15 @@ def check_standardize(kernel: Kernel) -> None:
     )
     for xs, got in zip(cases, results):
         _check_fitted(xs, got)
+
+
+STANDARDIZE = "\n(a new row per row of xs: (x - mean) / std, feature by feature)"
+
+
+def check_standardize(kernel: Kernel) -> None:
+    rng = random.Random(kernel.rng.random())
     calls = []
-    for xs in cases[1:4]:
+    for xs in _cases(rng)[1:4]:
         means, stds = _stats(xs)
         others = _matrix(rng, 3, len(xs[0]))
         calls.append({"args": [others, means, stds]})
@@ -173,39 +117,63 @@ def check_standardize(kernel: Kernel) -> None:
         others, means, stds = call["args"]
         what = f"standardize(xs, means={vec(means, 3)}, stds={vec(stds, 3)})"
         if "failed" in got:
-            fail(f"{what} raised {got['error']}")
+            not_written(what, got)
+            fail(f"{what} should return new rows, but raised {got['error']}{STANDARDIZE}")
         if got["args"][0] != others:
-            fail(f"{what} changed xs: return new lists, leave the caller's as they are")
+            fail(
+                f"{what} should leave xs as it is, got it changed\n(return new lists, "
+                "[[...] for x in xs], and leave the caller's as they are)"
+            )
         want = [[(v - m) / s for v, m, s in zip(x, means, stds)] for x in others]
         result = got["result"]
         if not (isinstance(result, list) and len(result) == len(want)):
-            fail(f"{what} should return a list of {len(want)} rows, got {num(result)}")
+            fail(f"{what} should return a list of {len(want)} rows, got {num(result)}{STANDARDIZE}")
         for x, row, w in zip(others, result, want):
             if not (isinstance(row, list) and len(row) == len(w)) or not all(
                 close(a, b) for a, b in zip(row, w)
             ):
-                fail(f"{what}: the row {vec(x)} should become {vec(w)}, got {shown(row)}")
+                hint = STANDARDIZE
+                times = [(v - m) * s for v, m, s in zip(x, means, stds)]
+                if isinstance(row, list) and all(close(a, b) for a, b in zip(row, times)):
+                    hint = "\n(that multiplies by the std: divide by it)"
+                fail(f"{what}: the row {vec(x)} should become {vec(w)}, got {shown(row)}{hint}")
 
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def kinds(x) -> str:
+    """What came back, by type: ``(ndarray, ndarray)`` for a pair of arrays."""
+    if isinstance(x, list):
+        return (
+            "(" + ", ".join(v["type"] if isinstance(v, dict) else type(v).__name__ for v in x) + ")"
+        )
+    return num(x)
+
+
+COLUMNS = "\n(one mean and one std per feature: zip(*xs) gives the columns)"
+
+
 def _check_fitted(xs: list, got: dict) -> None:
     what = f"fit_standardizer({rows_text(xs)})"
     if "failed" in got:
-        fail(f"{what} raised {got['error']}")
+        not_written(what, got)
+        fail(f"{what} should return (means, stds), but raised {got['error']}{COLUMNS}")
     if got["args"][0] != xs:
-        fail(f"{what} changed xs: leave the caller's lists as they are")
+        fail(
+            f"{what} should leave xs as it is, got it changed\n(compute the statistics "
+            "from the values; assign nothing into xs)"
+        )
     result = got["result"]
     if not (
         isinstance(result, list) and len(result) == 2 and all(isinstance(r, list) for r in result)
     ):
-        fail(f"{what} should return (means, stds), two lists, got {num(result)}")
+        fail(f"{what} should return (means, stds), two lists, got {kinds(result)}{COLUMNS}")
     means, stds = _stats(xs)
     got_means, got_stds = result
     if len(got_means) != len(means) or not all(close(a, b) for a, b in zip(got_means, means)):
-        fail(f"{what}: the means should be {vec(means)}, got {shown(got_means)}")
+        fail(f"{what}: the means should be {vec(means)}, got {shown(got_means)}{COLUMNS}")
     if len(got_stds) == len(stds) and all(close(a, b) for a, b in zip(got_stds, stds)):
         return
     n = len(xs)
@@ -218,6 +186,8 @@ def _check_fitted(xs: list, got: dict) -> None:
         hint = "\n(that divides by n - 1: the exercise asks for the mean over n samples)"
     elif any(not close(b, 1.0) for _, b in pairs) and all(close(a, b * b) for a, b in pairs):
         hint = "\n(those are variances: take the square root)"
+    else:
+        hint = "\n(std = sqrt(sum((x - mean)**2) / n) for each column, 1.0 where it is 0)"
     fail(f"{what}: the stds should be {vec(stds)}, got {shown(got_stds)}{hint}")
 
 
@@ -225,9 +195,35 @@ def _check_fitted(xs: list, got: dict) -> None:
 
 
 def classify(kernel: Kernel) -> None:
-    """cross_entropy is problem set 1's exercise 2, checked as there; then accuracy."""
-    check_cross_entropy(kernel)
-    check_accuracy(kernel)
+    """cross_entropy is problem set 1's exercise 2, checked as there; then accuracy: each
+    for its share of the points."""
+    shares(
+        kernel,
+        [
+            Part("`cross_entropy`", ("cross_entropy",), lambda: cross_entropy(kernel)),
+            Part("`accuracy`", ("accuracy",), lambda: check_accuracy(kernel)),
+        ],
+    )
+
+
+LSE = "(loss = m + log(sum(exp(z - m))) - z[y] with m = max(z), the mean over the batch)"
+
+
+def cross_entropy(kernel: Kernel) -> None:
+    """Problem set 1's check of cross_entropy, its message completed for this set: what
+    was expected where it says only what was raised, and a hint where it gives none."""
+    try:
+        check_cross_entropy(kernel)
+    except GradingFailure as exc:
+        text = str(exc)
+        if "should" not in text:
+            text = text.replace("\nraised ", "\nshould give the mean loss, but raised ", 1)
+        if not any(line.startswith("(") for line in text.splitlines()):
+            if "should return a Value" in text:
+                text += "\n(build the loss from the score Values, so that backward() reaches them)"
+            else:
+                text += "\n" + LSE
+        raise GradingFailure(text, exc.credit) from None
 
 
 def check_accuracy(kernel: Kernel) -> None:
@@ -255,13 +251,17 @@ def check_accuracy(kernel: Kernel) -> None:
         scores, labels = case["scores"], case["labels"]
         text = f"accuracy(model, xs, labels) on {len(labels)} samples"
         if "failed" in got:
-            fail(f"{text} raised {got['error']}")
+            not_written(text, got)
+            fail(
+                f"{text} should return a fraction, but raised {got['error']}\n(model(x) "
+                "gives a list of score Values: compare their .data)"
+            )
         right = sum(row.index(max(row)) == y for row, y in zip(scores, labels))
         want = right / len(labels)
         result = got["result"]
         if close(result, want):
             continue
-        hint = ""
+        hint = "\n(count the samples whose largest score is at their label; divide by n)"
         if close(result, right) and right:
             hint = "\n(that is the count: divide by the number of samples)"
         elif close(
@@ -336,39 +336,76 @@ def iris(kernel: Kernel) -> None:
             return
     n = len(split["test_ys"])
     (first, losses), (second, _) = tried
+    hint = _iris_hint(losses) or "\n(Adam with lr from 0.01 to 0.1 and 100 to 200 steps works)"
     fail(
-        f"iris_setup({seed}), trained on 105 flowers, got {first} and {second} of {n} "
-        f"held-out flowers right on two splits; at least {math.ceil(THRESHOLD * n)} needed\n"
-        f"the loss went from {num(losses[0])} to {num(losses[-1])}" + _iris_hint(losses)
+        f"iris_setup({seed}), trained on 105 flowers, should get at least "
+        f"{math.ceil(THRESHOLD * n)} of {n} held-out flowers right, got {first} and {second} "
+        f"on two splits\nthe loss went from {num(losses[0])} to {num(losses[-1])}" + hint
     )
+
+
+RECIPE = (
+    "\n(random.seed(seed), then model = MLP(4, [..., 3]), an optimizer over its\n"
+    "parameters and a number of steps: return model, optimizer, steps)"
+)
+OUTPUTS = "\n(the last layer has 3 outputs: MLP(4, [..., 3]))"
 
 
 def _iris_right(seed: int, got: dict, test_ys: list[int]) -> int:
     what = f"iris_setup({seed})"
     if got.get("failed") == "call":
-        fail(f"{what} raised {got['error']}")
+        not_written(what, got)
+        fail(f"{what} should return (model, optimizer, steps), but raised {got['error']}{RECIPE}")
     if "recipe" in got:
-        fail(f"{what} should return (model, optimizer, steps), got {got['recipe']}")
+        fail(f"{what} should return (model, optimizer, steps), got {got['recipe']}{RECIPE}")
     steps = got["steps"]
     if isinstance(steps, dict):
         fail(
-            f"{what} should return (model, optimizer, steps) in this order; its third item "
-            f"is of type {steps['type']}"
+            f"{what} should return (model, optimizer, steps) in this order, got a third item "
+            f"of type {steps['type']}\n(return model, optimizer, steps)"
         )
     if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps <= MAX_STEPS:
-        fail(f"{what}: steps should be a whole number from 1 to {MAX_STEPS}, got {num(steps)}")
+        fail(
+            f"{what}: steps should be a whole number from 1 to {MAX_STEPS}, got {num(steps)}\n"
+            "(an int such as 100: the grader trains that many full-batch steps)"
+        )
     if got["params"] > MAX_PARAMS:
-        fail(f"{what}: the model has {got['params']} parameters; at most {MAX_PARAMS}")
+        fail(
+            f"{what} should build a model of at most {MAX_PARAMS} parameters, got "
+            f"{got['params']}\n(a smaller network: MLP(4, [8, 3]) has 67)"
+        )
+    if got["same_seed"] is False:
+        fail(
+            f"{what}, called twice, should build the same model both times, got two with "
+            "different starting weights\n(call random.seed(seed) first, then make the model)"
+        )
+    if got["other_seed"] is True:
+        fail(
+            f"{what} and iris_setup({seed + 1}) should build different models, got the same "
+            "starting weights\n(seed with the argument: random.seed(seed), not a number of "
+            "your own)"
+        )
     if "output" in got:
         output = got["output"]
         if output.startswith("Value("):
             output = "one Value (a network with one output?)"
-        fail(f"{what}: model(x) should return a list of 3 scores, one per species; got {output}")
+        fail(
+            f"{what}: model(x) should return a list of 3 scores, one per species; got {output}"
+            f"{OUTPUTS}"
+        )
     if got.get("failed") == "backprop":
-        fail(f"training the model of {what} raised {got['error']}")
+        not_written(what, got)
+        fail(
+            f"{what}: training should run, but raised {got['error']}\n(make the optimizer "
+            "over model.parameters(), with your SGD or Adam)"
+        )
     scores = got["scores"]
     if not all(isinstance(row, list) and len(row) == 3 for row in scores):
-        fail(f"{what}: model(x) should return a list of 3 scores, one per species")
+        sizes = sorted({len(row) for row in scores if isinstance(row, list)})
+        fail(
+            f"{what}: model(x) should return a list of 3 scores, one per species; got "
+            f"{' or '.join(map(str, sizes)) or 'no'} scores{OUTPUTS}"
+        )
     right = 0
     for row, y in zip(scores, test_ys):
         if all(isinstance(v, (int, float)) and math.isfinite(v) for v in row):

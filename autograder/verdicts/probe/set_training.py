@@ -35,7 +35,10 @@ def st_op_optimizer(ns, value: str, optimizer: str, runs: list[dict]) -> list:
 def st_optimizer_run(Value, cls, run: dict) -> dict:
     groups = [[Value(d) for d in group["data"]] for group in run["groups"]]
     try:
-        optimizers = [cls(list(params), **run["kwargs"]) for params in groups]
+        if run.get("params") == "generator":  # as torch's model.parameters() gives them
+            optimizers = [cls((p for p in params), **run["kwargs"]) for params in groups]
+        else:
+            optimizers = [cls(list(params), **run["kwargs"]) for params in groups]
     except Exception as exc:
         return failure("build", exc)
     trajectory = [[] for _ in groups]
@@ -233,7 +236,7 @@ def st_op_iris(
         params = list(model.parameters())
     except Exception as exc:
         return failure("call", exc)
-    info = {"steps": plain(steps), "params": len(params)}
+    info = {"steps": plain(steps), "params": len(params), **st_reproducible(recipe, seed, params)}
     if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps <= max_steps:
         return info
     if len(params) > max_params:
@@ -242,6 +245,22 @@ def st_op_iris(
         return {**info, **st_train(model, opt, steps, train_xs, train_ys, test_xs)}
     except Exception as exc:
         return {**info, **failure("backprop", exc)}
+
+
+def st_reproducible(recipe, seed: int, params: list) -> dict:
+    """Whether the recipe, called again with ``seed`` (the random module's state moved on
+    by the first call), builds a model of the same starting weights, and with ``seed + 1``
+    one of other weights (None where a call raises or gives no model)."""
+    first = [data_of(p) for p in params]
+    out = {}
+    for key, other in (("same_seed", seed), ("other_seed", seed + 1)):
+        try:
+            weights = [data_of(p) for p in recipe(other)[0].parameters()]
+        except Exception:
+            out[key] = None
+            continue
+        out[key] = weights == first
+    return out
 
 
 def st_train(model, opt, steps: int, xs: list, ys: list, test_xs: list) -> dict:
