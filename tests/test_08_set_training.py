@@ -690,7 +690,7 @@ MESSAGES = [
     ("cross-entropy without the mean", CLASSIFY, "the loss is the MEAN over the batch"),
     ("accuracy counts", CLASSIFY, "that is the count"),
     ("accuracy takes the smallest score", CLASSIFY, "the largest score"),
-    ("cross-entropy returns a float", CLASSIFY, "build the loss from the score Values"),
+    ("cross-entropy returns a float", CLASSIFY, "build the loss from the logit Values"),
     ("accuracy compares the Values", CLASSIFY, "compare their .data"),
     ("recipe over the step budget", IRIS, "from 1 to 200, got 500"),
     ("recipe over the parameter budget", IRIS, "at most 100 parameters, got 403"),
