@@ -26,6 +26,7 @@ from .set_arrays_closures import (
     closure_case,
     common_hint,
     ignores_out_grad,
+    line,
     parts,
 )
 from .sets import course_engine
@@ -275,14 +276,14 @@ def unbroadcast_test(kernel: Kernel) -> None:
             fail(
                 f"{text} should have shape {R.shape_text(small)}, got "
                 f"{R.shape_text(result['shape'])}\n{R.expected_got(want, result)}"
-                + _line(_shape_hint(result, big, small))
+                + line(_shape_hint(result, big, small))
             )
         if not R.same(result, want):
             where, w, g = R.first_difference(result, want)
             fail(
                 f"{text}{where} should be {num(w)}, got {num(g)}\n"
                 f"{R.expected_got(want, result)}"
-                + _line(_sum_hint(result, want, grad, small) or UNBROADCAST_STEPS)
+                + line(_sum_hint(result, want, grad, small) or UNBROADCAST_STEPS)
             )
         if got["changed"]:
             fail(
@@ -310,10 +311,6 @@ def _sum_hint(result: dict, want: R.Arr, grad: R.Arr, small: R.Shape) -> str:
     if copies > 1 and R.same(result, R.Arr(want.shape, [w / copies for w in want.flat])):
         return "that is the mean: a broadcast element's gradient is the SUM of its copies'"
     return ""
-
-
-def _line(text: str) -> str:
-    return f"\n({text})" if text else ""
 
 
 # ---- exercises 3 to 5: the closures of +, @, tanh and sum -------------------------------
