@@ -30,7 +30,8 @@ ADD_WRAP = f'{WRAP}\n        out = Value(self.data + other.data, (self, other), 
 STOPPED = "The visible check above failed"
 FULL = "they passed, for full points."
 
-pytestmark = pytest.mark.slow
+# One graded class for the module (its fixture), on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("feedback_parts")]
 
 
 def submissions() -> dict[str, nbformat.NotebookNode]:
