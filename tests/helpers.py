@@ -202,12 +202,18 @@ def failing_cells(
     first: bool = False,
     student: str = STUDENT,
     shown: str = "",
+    known: dict[int, set[str]] | None = None,
 ) -> dict[str, str]:
     """Run every cell as grading does, carrying on past failures: {grade id of a test
     cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
     raises at definition time) is reported too, under its grade id or its position.
     With ``visible``, the test cells' visible checks are what is reported instead. With
     ``first``, it stops at the first failure (enough to know that a mutant is killed).
+
+    ``known``: {position of a test cell: the exercises passed once its hidden test has
+    run}, for test cells whose verdict is already known to be a pass (catalogue.py: the
+    cells before a mutant's first change, run exactly as in the solution). Their hidden
+    tests are not run again; every cell's code still is.
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
@@ -223,6 +229,9 @@ def failing_cells(
                 if visible or not is_test_cell(cell):
                     failed[grade_id(cell) or f"cell {i}"] = str(exc)
             if is_test_cell(cell) and not visible:
+                if known is not None and i in known:
+                    passed = set(known[i])
+                    continue
                 result = verdict_of(
                     ns, assignment, grade_id(cell), seed, student, shown, passed=passed
                 )
@@ -231,6 +240,37 @@ def failing_cells(
             if first and failed:
                 break
     return failed
+
+
+def passes_after(
+    nb: nbformat.NotebookNode,
+    assignment: str,
+    seed: int = SEED,
+    student: str = STUDENT,
+    shown: str = "",
+) -> dict[int, set[str]] | None:
+    """{position of each test cell: the exercises passed once its hidden test has run}, as
+    ``failing_cells`` keeps them, for a notebook that passes every hidden test (None if
+    one fails: then nothing of it can be taken as known)."""
+    ns = {"__name__": "__main__"}
+    after: dict[int, set[str]] = {}
+    passed: set[str] = set()
+    with lesson_path(assignment, shown or student):
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or is_demo(cell):
+                continue
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(code_of(cell), f"<cell {i}>", "exec"), ns)
+            except Exception:
+                return None
+            if is_test_cell(cell):
+                if not verdict_of(
+                    ns, assignment, grade_id(cell), seed, student, shown, passed=passed
+                ).passed:
+                    return None
+                after[i] = set(passed)
+    return after
 
 
 # ---- real nbgrader in a scratch course ---------------------------------------------------
