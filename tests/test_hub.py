@@ -397,6 +397,10 @@ def test_the_other_course_sees_nothing_of_the_first(hub, browser):
     with logged_in(browser, hub, "s2") as page:
         assert page.url.endswith(f"/lab/tree/{second}/START-HERE.md"), page.url
         assert api_json(page, hub, "s2", "courses")["value"] == [second]
+        page.click(".lm-MenuBar-itemLabel >> text=Nbgrader")  # a student's tools only
+        shown = page.locator(".lm-Menu-itemLabel:visible").all_inner_texts()
+        assert shown == ["Assignment List"], shown
+        page.keyboard.press("Escape")
         open_assignments(page)
         released = page.locator(f"#released_assignments_list .list_item:has-text('{A}')")
         released.first.wait_for()
