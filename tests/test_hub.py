@@ -6,7 +6,7 @@ repository owned by its grader account, its own instructor and student, nbgrader
 filesystem exchange in a temporary folder, a formgrader service and a watch service.
 The users are real unix users (useradd, prefix ``hb-``), removed after the module with
 every process they still run; the hub's process group is stopped too, pass or fail.
-They log in with the ``dummy`` authenticator (one password, 127.0.0.1 only).
+They log in with their passwords through PAM (``kind = "pam"``, as a class would).
 
 Chromium (Playwright, /usr/bin/chromium) then does what a class does: a student of the
 first course fetches 01_value in the Assignments tab, fills it (the solution's code, put
@@ -97,13 +97,15 @@ class Hub:
 COURSES = ("autograd-a", "autograd-b")
 
 
-def useradd(name: str, home: Path) -> None:
+def useradd(name: str, home: Path, password: str) -> None:
+    """A unix user with a HOME of their own (0700) and a password (PAM logs them in)."""
     subprocess.run(
         ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
         check=True,
         capture_output=True,
     )
     home.chmod(0o700)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True)
 
 
 def processes_of(uids: set[int]) -> list[int]:
@@ -151,7 +153,7 @@ def chown_tree(top: Path, user: str) -> None:
     subprocess.run(["chown", "-R", f"{user}:{user}", str(top)], check=True)
 
 
-def write_plan(root: Path, port: int, password: str, users: dict[str, str]) -> Path:
+def write_plan(root: Path, port: int, users: dict[str, str]) -> Path:
     def course(n: int, course_id: str) -> str:
         return (
             f'[[courses]]\nid = "{course_id}"\nfolder = "courses/{course_id}"\n'
@@ -163,7 +165,7 @@ def write_plan(root: Path, port: int, password: str, users: dict[str, str]) -> P
     plan.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {port}\nstate = "state"\n'
         f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
-        f'[authenticator]\nkind = "dummy"\npassword = "{password}"\n\n'
+        '[authenticator]\nkind = "pam"\n\n'
         f'[users]\nstudents = ["{users["s1"]}", "{users["s2"]}"]\n\n'
         + course(1, COURSES[0])
         + "\n"
@@ -221,16 +223,17 @@ def hub() -> Iterator[Hub]:
     users = {role: f"{PREFIX}{tag}-{role}" for role in ("g1", "i1", "s1", "g2", "i2", "s2")}
     proc = None
     try:
+        password = secrets.token_urlsafe(12)
         for name in users.values():
-            useradd(name, root / "home" / name)
+            useradd(name, root / "home" / name, password)
         courses = {}
         for n, course_id in enumerate(COURSES, 1):
             folder = root / "courses" / course_id
             copy_course(folder)
             chown_tree(folder, users[f"g{n}"])
             courses[course_id] = folder
-        port, password = free_port(), secrets.token_urlsafe(12)
-        plan = write_plan(root, port, password, users)
+        port = free_port()
+        plan = write_plan(root, port, users)
         log = root / "hub.log"
         command = HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
         with log.open("wb") as out:
