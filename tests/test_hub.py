@@ -382,7 +382,11 @@ def test_the_instructor_sees_the_submission_in_the_courses_formgrader(hub, brows
     with logged_in(browser, hub, "i1") as page:
         # nbgrader's course list: a link to the formgrader of each course they teach
         courses = api_json(page, hub, "i1", "formgraders")
-        assert [c["course_id"] for c in courses["value"]] == [course], courses
+        (link,) = courses["value"]
+        assert link["course_id"] == course, courses
+        page.goto(link["url"])  # the service's lab, opening nbgrader's Formgrader tab
+        formgrader = page.frame_locator("#formgrader iframe")
+        formgrader.locator("text=Manage Assignments").first.wait_for()
         page.goto(f"{hub.url}/services/{course}/formgrader/manage_submissions/{A}")
         row = page.locator(f"tr:has-text('{hub.users['s1']}')")
         row.wait_for()
