@@ -420,3 +420,14 @@ def test_an_instructor_is_refused_the_other_courses_formgrader(hub, browser):
         assert f"permission to access JupyterHub service {COURSES[1]}" in page.inner_text("body")
         response = page.goto(f"{hub.url}/services/{COURSES[0]}/formgrader")
         assert response.status == 200
+
+
+def test_the_hubs_own_files_are_roots_and_each_course_has_its_own_exchange(hub):
+    private = hub.root / "state" / "hub"
+    assert (private / "jupyterhub.sqlite").is_file()
+    assert private.stat().st_mode & 0o077 == 0
+    for n, course in enumerate(COURSES, 1):
+        folder = hub.root / "exchange" / course
+        assert folder.owner() == hub.users[f"g{n}"]
+        assert (folder / "outbound" / A).is_dir()
+        assert (hub.courses[course] / "nbgrader_config_hub.py").read_text().count(course) >= 1
