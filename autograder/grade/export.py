@@ -1,5 +1,6 @@
 """``python -m autograder export``: the gradebook as CSV files (``--to csv``, the default),
-or as the LMS's gradebook import file (``--to canvas``, ``--to moodle``: grade/lms.py).
+or as the LMS's gradebook import file (``--to canvas``, ``--to moodle``: grade/lms.py),
+or sent to the LMS's gradebook through LTI 1.3 AGS (``--to lti``: autograder/lti/ags.py).
 
 - ``grades.csv``: one row per student and assignment: ``student, assignment, score,
   max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no),
@@ -88,7 +89,7 @@ def export(
 
     if to not in FORMATS:
         raise GraderError(
-            f"--to {to!r}: the format is csv, canvas or moodle; the output folder is --out DIR"
+            f"--to {to!r}: the format is csv, canvas, moodle or lti; the output folder is --out DIR"
         )
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -161,6 +162,11 @@ def export(
                                 _num(grade.max_score),
                             ]
                         )
+    if to == "lti":
+        from ..lti.ags import send_scores
+
+        path, problems, notes = send_scores(course, out, GRADES_HEADER, grades)
+        return Exported([path], problems, notes)
     if to != "csv":
         from .lms import write_lms
 

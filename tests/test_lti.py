@@ -1,0 +1,208 @@
+"""LTI 1.3 without a hub: a launch's claims made into the grader's record and read back as
+untrusted input, and ``export --to lti``'s way to the platform's gradebook through AGS
+(PyLTI1p3), against the local platform of tests/lti_platform.py on 127.0.0.1. The hub's
+side (a signed launch through a real JupyterHub) is tests/test_hub_lti.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import jwt
+import pytest
+from lti_platform import AGS_CLAIM, AGS_SCOPES, LTI, LTIPlatform, new_key, private_pem
+from traitlets.config import Config
+
+from autograder.errors import GraderError
+from autograder.grade.export import GRADES_HEADER
+from autograder.lti import launches
+from autograder.lti.ags import send_scores
+from autograder.lti.launches import Launch, LaunchError, read_launches
+
+
+@pytest.fixture
+def lms():
+    with LTIPlatform("http://127.0.0.1:9/login", "http://127.0.0.1:9/callback") as platform:
+        platform.tool_key = new_key()
+        platform.tool_public_key = platform.tool_key.public_key()
+        platform.add_user("ada", sub="sub-ada-1", name="Ada")
+        platform.add_user("bob", sub="sub-bob-2", name="Bob")
+        yield platform
+
+
+def claims(lms: LTIPlatform, login: str, **launch) -> dict:
+    """The claims of a real id_token from ``lms`` for ``login``'s launch."""
+    launch = {"login": login, "context": "course-1", **launch}
+    token = lms.id_token(lms.users[login], launch, nonce="n-1")
+    return jwt.decode(token, options={"verify_signature": False})
+
+
+def course(lms: LTIPlatform, root: Path, **settings) -> SimpleNamespace:
+    key = root / "tool-key.pem"
+    key.write_text(private_pem(lms.tool_key))
+    lti = {
+        "issuer": lms.issuer,
+        "client_id": lms.client_id,
+        "token_url": lms.token_url,
+        "private_key_file": str(key),
+        **settings,
+    }
+    return SimpleNamespace(root=root, config=Config({"LTI": lti}))
+
+
+def grades(*rows) -> list[list[str]]:
+    """grades.csv's rows: (student, assignment, final score, max, submitted)."""
+    out = []
+    for student, assignment, score, most, submitted in rows:
+        row = dict.fromkeys(GRADES_HEADER, "")
+        row.update(student=student, assignment=assignment, score=score, max_score=most)
+        row.update(submitted=submitted, final_score=score, late_penalty="0")
+        out.append([row[h] for h in GRADES_HEADER])
+    return out
+
+
+def test_a_launch_keeps_what_the_grader_needs_and_reads_back(lms, tmp_path):
+    launch = Launch.from_id_token("lt-ada", claims(lms, "ada"))
+    assert (launch.sub, launch.issuer, launch.client_id) == (
+        "sub-ada-1",
+        lms.issuer,
+        "autograder-tool",
+    )
+    assert (launch.context_id, launch.context_label) == ("course-1", "AUTOGRAD")
+    assert launch.lineitems == lms.lineitems_url("course-1") and launch.can_score
+    path = launches.write(tmp_path, launch)
+    assert path == tmp_path / "lti" / "launches" / "lt-ada.json"
+    assert oct(path.stat().st_mode & 0o777) == "0o640"
+    assert read_launches(tmp_path) == ({"lt-ada": launch}, [])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c.pop(LTI + "context"), "claim context: missing"),
+        (lambda c: c.update(sub=""), "sub: empty"),
+        (lambda c: c.update(sub=["x"]), "sub: expected a string"),
+        (lambda c: c[AGS_CLAIM].update(lineitems="file:///etc/passwd"), "not an http(s) URL"),
+        (lambda c: c[AGS_CLAIM].update(scope="score"), "scopes: expected a list"),
+        (lambda c: c.pop(LTI + "deployment_id"), "deployment_id: expected a string"),
+    ],
+)
+def test_a_launch_without_what_the_grader_needs_is_refused(lms, change, message):
+    token = claims(lms, "ada")
+    change(token)
+    with pytest.raises(LaunchError, match=re.escape(message)):
+        Launch.from_id_token("lt-ada", token)
+
+
+def test_launch_files_are_untrusted_input(lms, tmp_path):
+    good = launches.write(tmp_path, Launch.from_id_token("lt-ada", claims(lms, "ada")))
+    folder = good.parent
+    (folder / "lt-bob.json").write_text(good.read_text())  # ada's launch in bob's file
+    (folder / "lt-eve.json").write_text("[1, 2]")
+    (folder / "lt-big.json").write_text(" " * (launches.MAX_BYTES + 1))
+    (folder / "lt-bad.json").write_text("{not json")
+    data = json.loads(good.read_text()) | {"student": "lt-url", "issuer": "javascript:x"}
+    (folder / "lt-url.json").write_text(json.dumps(data))
+    found, problems = read_launches(tmp_path)
+    assert list(found) == ["lt-ada"]
+    assert [p.split(": ", 1)[1] for p in problems] == [
+        "not JSON",
+        f"larger than {launches.MAX_BYTES} bytes",
+        "student: 'lt-ada' in the file of 'lt-bob'",
+        "not a JSON object",
+        "issuer: 'javascript:x' is not an http(s) URL",
+    ]
+    assert all(len(p.splitlines()) == 1 for p in problems)
+    with pytest.raises(LaunchError, match="is not a user name"):
+        launches.path_of(tmp_path, "../root")
+
+
+def test_scores_reach_the_platform_through_ags(lms, tmp_path):
+    for login in ("ada", "bob"):
+        launches.write(tmp_path, Launch.from_id_token(f"lt-{login}", claims(lms, login)))
+    rows = grades(
+        ("lt-ada", "01_value", "7.5", "10", "yes"),
+        ("lt-bob", "01_value", "0", "10", "no"),
+        ("lt-zed", "01_value", "9", "10", "yes"),  # never launched
+    )
+    path, problems, notes = send_scores(course(lms, tmp_path), tmp_path, GRADES_HEADER, rows)
+    (item,) = lms.lineitems["course-1"]  # made by the tool: the LMS course had none
+    assert (item["label"], item["tag"], item["scoreMaximum"]) == ("01_value", "01_value", 10)
+    (score,) = lms.scores[item["id"]]
+    assert {k: score[k] for k in ("userId", "scoreGiven", "scoreMaximum")} == {
+        "userId": "sub-ada-1",
+        "scoreGiven": 7.5,
+        "scoreMaximum": 10,
+    }
+    assert (score["activityProgress"], score["gradingProgress"]) == ("Completed", "FullyGraded")
+    assert score["timestamp"].endswith("+00:00")
+    assert lms.results(item["id"]) == [
+        {
+            "id": f"{item['id']}/results/sub-ada-1",
+            "scoreOf": item["id"],
+            "userId": "sub-ada-1",
+            "resultScore": 7.5,
+            "resultMaximum": 10,
+        }
+    ]
+    assert problems == [
+        "lt-zed: never launched the course from the LMS (no lti/launches/lt-zed.json); "
+        "score not sent"
+    ]
+    assert notes[0] == f"1 score(s) sent to {lms.issuer}"
+    assert path.read_text().splitlines()[1] == f"lt-ada,01_value,sub-ada-1,{item['id']},7.5,10"
+    # a second export finds the line item the first made (by its tag) and makes no other
+    rows = grades(("lt-ada", "01_value", "8", "10", "yes"))
+    send_scores(course(lms, tmp_path), tmp_path, GRADES_HEADER, rows)
+    assert len(lms.lineitems["course-1"]) == 1
+    assert [r["resultScore"] for r in lms.results(item["id"])] == [8]
+
+
+def test_an_existing_line_item_is_used_and_a_missing_one_is_named(lms, tmp_path):
+    lms.add_lineitem("course-1", "Lesson 1: Value", 10, resourceId="lesson-1")
+    scopes = [s for s in AGS_SCOPES if not s.endswith("/lineitem")]
+    token = claims(lms, "ada")
+    token[AGS_CLAIM]["scope"] = scopes  # the LMS lets the tool score, not make line items
+    launches.write(tmp_path, Launch.from_id_token("lt-ada", token))
+    rows = grades(
+        ("lt-ada", "01_value", "6", "10", "yes"), ("lt-ada", "02_backward", "5", "5", "yes")
+    )
+    mapped = course(lms, tmp_path, lineitems={"01_value": "Lesson 1: Value"})
+    _, problems, _ = send_scores(mapped, tmp_path, GRADES_HEADER, rows)
+    (item,) = lms.lineitems["course-1"]
+    assert [r["resultScore"] for r in lms.results(item["id"])] == [6]
+    assert problems == [
+        "02_backward: no line item '02_backward' in LMS course AUTOGRAD and no scope to "
+        "create it; add it in the LMS"
+    ]
+
+
+def test_platform_unreachable_token_refused_settings_missing(lms, tmp_path):
+    launches.write(tmp_path, Launch.from_id_token("lt-ada", claims(lms, "ada")))
+    rows = grades(("lt-ada", "01_value", "6", "10", "yes"))
+    lms.tool_public_key = new_key().public_key()  # the LMS has another key for the tool
+    with pytest.raises(GraderError) as refused:
+        send_scores(course(lms, tmp_path), tmp_path, GRADES_HEADER, rows)
+    assert str(refused.value).startswith(
+        "the LTI platform refused the tool's token request (HTTP 401: client assertion: "
+    )
+    assert lms.token_requests[-1][0] == 401 and lms.scores == {}
+    with pytest.raises(GraderError, match=r"^c.LTI.token_url is not set in nbgrader_config"):
+        send_scores(course(lms, tmp_path, token_url=""), tmp_path, GRADES_HEADER, rows)
+    settings = course(lms, tmp_path)
+    lms.stop()
+    with pytest.raises(GraderError, match=r"^the LTI platform is unreachable: http://127"):
+        send_scores(settings, tmp_path, GRADES_HEADER, rows)
+
+
+def test_a_launch_from_another_platform_is_not_scored(lms, tmp_path):
+    token = claims(lms, "ada") | {"iss": "https://other.lms.example"}
+    launches.write(tmp_path, Launch.from_id_token("lt-ada", token))
+    rows = grades(("lt-ada", "01_value", "6", "10", "yes"))
+    _, problems, _ = send_scores(course(lms, tmp_path), tmp_path, GRADES_HEADER, rows)
+    assert problems == [
+        "lt-ada: launched from https://other.lms.example, not c.LTI.issuer; score not sent"
+    ]
+    assert lms.scores == {}
