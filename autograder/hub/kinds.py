@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import auth, filesystem
+from . import auth, filesystem, lti
 
 
 def _no_problems(*_: Any) -> list[str]:
@@ -26,6 +26,10 @@ def _nothing(*_: Any) -> None:
     return None
 
 
+def _no_lines(*_: Any) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class AuthenticatorKind:
     # JupyterHub's authenticator settings: c.JupyterHub.authenticator_class and its own;
@@ -33,6 +37,8 @@ class AuthenticatorKind:
     configure: Callable[[Any, Any], None]
     # what is wrong with the plan for this kind, one line each
     check: Callable[[Any], list[str]] = _no_problems
+    # lines of Python for each course folder's nbgrader_config_hub.py (e.g. c.LTI...)
+    course_settings: Callable[[Any, Any], str] = _no_lines
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class ExchangeKind:
 AUTHENTICATORS: dict[str, AuthenticatorKind] = {
     "pam": AuthenticatorKind(auth.configure_pam),
     "dummy": AuthenticatorKind(auth.configure_dummy, auth.check_dummy),
+    "lti13": AuthenticatorKind(lti.configure, lti.check, lti.course_settings),
 }
 
 EXCHANGES: dict[str, ExchangeKind] = {

@@ -117,7 +117,7 @@ class _Sender:
             .set_client_id(settings.client_id)
             .set_auth_token_url(settings.token_url)
             .set_tool_private_key(key)
-            .set_tool_public_key(_public_pem(key))
+            .set_tool_public_key(public_pem(key))
         )
         self.settings = settings
         self.connector = ServiceConnector(registration)
@@ -205,7 +205,7 @@ def _reason(response) -> str:
     return f": {str(text)[:120]}" if text else ""
 
 
-def _public_pem(private_pem: str) -> str:
+def public_pem(private_pem: str) -> str:
     from cryptography.hazmat.primitives import serialization
 
     try:
