@@ -206,3 +206,82 @@ def test_a_launch_from_another_platform_is_not_scored(lms, tmp_path):
         "lt-ada: launched from https://other.lms.example, not c.LTI.issuer; score not sent"
     ]
     assert lms.scores == {}
+
+
+# ---- the hub's plan: the authenticator kind lti13 (autograder/hub/lti.py) ---------------
+
+
+def lti_plan(tmp_path: Path, **auth):
+    from autograder.hub.plan import from_dict
+
+    (tmp_path / "course").mkdir(exist_ok=True)
+    (tmp_path / "course" / "nbgrader_config.py").write_text("")
+    (tmp_path / "key.pem").write_text(private_pem(new_key()))
+    lms = "https://lms.example.edu"
+    raw = {
+        "hub": {"ip": "127.0.0.1"},
+        "authenticator": {
+            "kind": "lti13",
+            "issuer": lms,
+            "client_id": "tool-1",
+            "deployment_ids": ["d-1"],
+            "authorize_url": f"{lms}/authorize",
+            "jwks_url": f"{lms}/jwks",
+            "token_url": f"{lms}/token",
+            "tool_key": "key.pem",
+            **auth,
+        },
+        "courses": [
+            {
+                "id": "autograd",
+                "folder": "course",
+                "grader": "g",
+                "instructors": ["i"],
+                "lti_contexts": ["AUTOGRAD-101"],
+            }
+        ],
+    }
+    return from_dict(raw, tmp_path / "hub.toml")
+
+
+def test_the_plan_names_what_an_lti13_hub_misses(tmp_path):
+    from autograder.hub.plan import problems
+
+    assert problems(lti_plan(tmp_path), exists=lambda _: True) == []
+    bad = lti_plan(
+        tmp_path, token_url="", jwks_url="http://lms.example.edu/jwks", tool_key="nokey.pem"
+    )
+    bad.courses[0].options["lti_contexts"] = []
+    assert problems(bad, exists=lambda _: True) == [
+        "authenticator lti13: no token_url",
+        "authenticator lti13: jwks_url must be https, not http://lms.example.edu/jwks",
+        f"authenticator lti13: no tool_key file {tmp_path / 'nokey.pem'}",
+        "authenticator lti13: no course has lti_contexts (its LMS courses)",
+    ]
+    assert (
+        "deployment_ids must be a list"
+        in problems(lti_plan(tmp_path, deployment_ids="d-1"), exists=lambda _: True)[0]
+    )
+
+
+def test_an_lti13_plan_configures_the_hub_and_the_graders_export(tmp_path):
+    from autograder.hub import lti
+    from autograder.hub.launch import course_settings
+
+    plan = lti_plan(tmp_path, username_claim="email", username_prefix="u-")
+    c = Config()
+    lti.configure(c, plan)
+    a = c.CourseLTI13Authenticator
+    assert c.JupyterHub.authenticator_class == lti.AUTHENTICATOR
+    assert (a.client_id, a.deployment_ids) == ({"tool-1"}, {"d-1"})
+    assert (a.username_key, a.username_prefix, a.uri_scheme) == ("email", "u-", "http")
+    assert a.courses == {"AUTOGRAD-101": "autograd"}
+    assert a.course_roots == {"autograd": str(tmp_path / "course")}
+    text = course_settings(plan, plan.courses[0])
+    exec(compile(text, "nbgrader_config_hub.py", "exec"), {"c": (c := Config())})
+    assert dict(c.LTI) == {
+        "issuer": "https://lms.example.edu",
+        "client_id": "tool-1",
+        "token_url": "https://lms.example.edu/token",
+        "private_key_file": str(tmp_path / "key.pem"),
+    }
