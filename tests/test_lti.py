@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import jwt
+import nbformat
 import pytest
 from lti_platform import AGS_CLAIM, AGS_SCOPES, LTI, LTIPlatform, new_key, private_pem
 from traitlets.config import Config
@@ -279,9 +280,37 @@ def test_an_lti13_plan_configures_the_hub_and_the_graders_export(tmp_path):
     assert a.course_roots == {"autograd": str(tmp_path / "course")}
     text = course_settings(plan, plan.courses[0])
     exec(compile(text, "nbgrader_config_hub.py", "exec"), {"c": (c := Config())})
+    assert c.Watch.lti_scores is True
     assert dict(c.LTI) == {
         "issuer": "https://lms.example.edu",
         "client_id": "tool-1",
         "token_url": "https://lms.example.edu/token",
         "private_key_file": str(tmp_path / "key.pem"),
     }
+
+
+@pytest.mark.slow
+def test_watch_sends_each_graded_score_to_the_lms(lms, tmp_path):
+    """c.Watch.lti_scores: a submission dropped in the inbox is graded by `watch --once`
+    and its score is on the platform after it."""
+    from helpers import SOLUTIONS, autograder_cli, notebook_path
+    from test_watch import course_at, drop
+
+    scratch = course_at(tmp_path / "course")
+    key = tmp_path / "tool-key.pem"
+    key.write_text(private_pem(lms.tool_key))
+    with (scratch.path / "nbgrader_config.py").open("a") as fh:
+        fh.write(
+            f"\nc.LTI.issuer = {lms.issuer!r}\nc.LTI.client_id = {lms.client_id!r}\n"
+            f"c.LTI.token_url = {lms.token_url!r}\nc.LTI.private_key_file = {str(key)!r}\n"
+            "c.Watch.lti_scores = True\nc.Watch.exchange = 'off'\n"
+        )
+    launches.write(scratch.path, Launch.from_id_token("ada", claims(lms, "ada")))
+    drop(scratch, "ada", nbformat.read(notebook_path(SOLUTIONS, "01_value"), as_version=4))
+    done = autograder_cli("watch", "--once", cwd=scratch.path, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"01_value: LMS: 1 score(s) sent to {lms.issuer}" in done.stdout, done.stdout[-3000:]
+    (item,) = lms.lineitems["course-1"]
+    (result,) = lms.results(item["id"])
+    assert result["userId"] == "sub-ada-1"
+    assert result["resultScore"] == result["resultMaximum"] == item["scoreMaximum"] > 0

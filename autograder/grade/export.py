@@ -78,12 +78,19 @@ class Exported(list):
 
 
 def export(
-    assignments=None, *, root=None, db_url=None, out=None, to="csv", schedule=None
+    assignments=None,
+    *,
+    root=None,
+    db_url=None,
+    out=None,
+    to="csv",
+    schedule=None,
+    students=None,
 ) -> Exported:
     """Write ``to`` (``csv``: grades.csv, cells.csv, items.csv; ``canvas``, ``moodle``: the
     LMS's import file, grade/lms.py) into ``out`` (default: <course>/exports).
     ``schedule``: the due dates, extensions and late policy to apply (default: the
-    course's ``c.Schedule``)."""
+    course's ``c.Schedule``); ``students``: only these (default: everyone)."""
     from ..errors import GraderError
     from .lms import FORMATS
 
@@ -107,7 +114,8 @@ def export(
     with Gradebook(course.db_url, course.course_id) as gb:
         names = [a.name for a in gb.assignments]
         names = [a for a in names if not assignments or a in assignments]
-        students = sorted(s.id for s in gb.students)
+        only = students
+        students = sorted(s.id for s in gb.students if not only or s.id in only)
         for a in names:
             assignment = gb.find_assignment(a)
             for student in students:

@@ -17,7 +17,8 @@ is registered there, but ``tool_key`` (the tool's own) and the optional last two
 Each course that students launch into says which LMS courses are it: ``lti_contexts =
 ["<context id or label>", ...]`` in its ``[[courses]]`` table. A course's grader gets
 ``c.LTI.*`` (issuer, client_id, token_url, private_key_file) in the course's
-nbgrader_config_hub.py, so ``export --to lti`` needs nothing more.
+nbgrader_config_hub.py, so ``export --to lti`` needs nothing more, and
+``c.Watch.lti_scores``: the course's watch service sends each score it grades.
 """
 
 from __future__ import annotations
@@ -66,8 +67,10 @@ def configure(c: Any, plan: Any) -> None:
 
 
 def course_settings(plan: Any, course: Any) -> str:
+    """The course's c.LTI (export --to lti) and c.Watch.lti_scores: watch sends each
+    graded score to the LMS."""
     o = plan.auth_options
-    return "".join(
+    return "c.Watch.lti_scores = True\n" + "".join(
         f"c.LTI.{name} = {value!r}\n"
         for name, value in [
             ("issuer", o["issuer"]),
