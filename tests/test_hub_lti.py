@@ -15,6 +15,8 @@ authorization endpoint, the form's signed id_token to the hub's callback. Then:
 
 - the hub shows the student (its API), in the course's group ``nbgrader-<course>``; their
   unix user was made; their server starts; the grader's record of the launch is there;
+- in Chromium (Playwright), another student's click on the link in the LMS ends in their
+  own JupyterLab on the hub, at the course's start page (docs/images/lti-launch-lab.png);
 - forged launches (another key, a wrong nonce, audience or deployment, expired, an LMS
   course that is not on the hub) are refused, and no user is made;
 - the student's submission of 01_value is graded (``python -m autograder grade``) and
@@ -58,6 +60,8 @@ A = "01_value"
 COURSE = "autograd-lti"
 PREFIX = "lt-"
 START_TIMEOUT = 300  # s: the hub and its services on a busy 2-core machine
+CHROMIUM = Path("/usr/bin/chromium")
+IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
 
 
 @dataclass
@@ -232,7 +236,7 @@ def hub() -> Iterator[LTIHub]:
     root.chmod(0o755)
     tag = secrets.token_hex(2)
     grader, instructor = f"{PREFIX}{tag}-g", f"{PREFIX}{tag}-i"
-    lms_users = {"ada": f"s{tag}", "mallory": f"m{tag}", "eve": f"e{tag}"}
+    lms_users = {"ada": f"s{tag}", "bob": f"b{tag}", "mallory": f"m{tag}", "eve": f"e{tag}"}
     made = [grader, instructor, *(PREFIX + sub for sub in lms_users.values())]
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -383,3 +387,29 @@ def test_the_graded_score_reaches_the_lms_gradebook(hub, launched):
     assert result["userId"] == hub.lms.users["ada"].sub
     assert (result["resultScore"], result["resultMaximum"]) == (score, most)
     assert re.fullmatch(r"lt-s[0-9a-f]{4}", hub.student)
+
+
+def test_in_chromium_a_click_in_the_lms_opens_the_students_lab(hub):
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("/usr/bin/chromium is missing: scripts/setup --test installs it")
+    bob = PREFIX + hub.lms.users["bob"].sub
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(240_000)
+            page.goto(hub.lms.launch_url("bob"))  # the platform's form posts itself
+            page.wait_for_url(re.compile(rf"/user/{bob}/lab"), timeout=240_000)
+            page.wait_for_selector("#jp-main-dock-panel", timeout=240_000)
+            page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=240_000)
+            assert "START-HERE.md" in page.url
+            assert "Start here" in page.inner_text(".jp-RenderedMarkdown h1")
+            IMAGES.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(IMAGES / "lti-launch-lab.png"))
+        finally:
+            browser.close()
+    assert f"nbgrader-{COURSE}" in hub.api(f"/users/{bob}")["groups"]
