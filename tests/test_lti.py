@@ -5,6 +5,7 @@ side (a signed launch through a real JupyterHub) is tests/test_hub_lti.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -314,3 +315,70 @@ def test_watch_sends_each_graded_score_to_the_lms(lms, tmp_path):
     (result,) = lms.results(item["id"])
     assert result["userId"] == "sub-ada-1"
     assert result["resultScore"] == result["resultMaximum"] == item["scoreMaximum"] > 0
+
+
+# ---- the hub's side of a launch, after ltiauthenticator's checks (hub/lti_auth.py) ----------
+
+
+def authenticator(tmp_path: Path, **settings):
+    from autograder.hub.lti_auth import CourseLTI13Authenticator
+
+    return CourseLTI13Authenticator(
+        deployment_ids={"deployment-1"},
+        courses={"course-1": "autograd"},
+        course_roots={"autograd": str(tmp_path)},
+        username_prefix="lt-",
+        create_system_users=False,
+        instructors={"lt-teacher"},
+        no_login={"lt-grader"},
+        **settings,
+    )
+
+
+def refused(auth, token) -> str:
+    from tornado.web import HTTPError
+
+    with pytest.raises(HTTPError) as e:
+        asyncio.run(auth.authenticate(SimpleNamespace(), token))
+    assert e.value.status_code == 403
+    return e.value.log_message
+
+
+def test_a_checked_launch_logs_in_records_and_joins_the_course(lms, tmp_path):
+    auth, handler = authenticator(tmp_path), SimpleNamespace()
+    assert asyncio.run(auth.authenticate(handler, claims(lms, "ada"))) == {"name": "lt-sub-ada-1"}
+    assert handler.lti_group == "nbgrader-autograd"
+    assert read_launches(tmp_path)[0]["lt-sub-ada-1"].sub == "sub-ada-1"
+    assert auth.username_key == "sub" and auth.allow_all
+
+
+def test_the_hub_refuses_a_launch_it_cannot_place(lms, tmp_path):
+    auth = authenticator(tmp_path)
+    wrong = claims(lms, "ada") | {LTI + "deployment_id": "deployment-2"}
+    assert refused(auth, wrong) == "deployment_id 'deployment-2' is not this tool's"
+    lms.contexts["course-2"] = {"id": "course-2", "label": "OTHER", "title": "Other"}
+    other = claims(lms, "ada", context="course-2")
+    assert refused(auth, other) == "LMS course 'OTHER' is not a course of this hub"
+    long = claims(lms, "ada") | {"sub": "f" * 36}
+    assert refused(auth, long) == f"sub {'f' * 36!r}: not a unix user name"
+    teacher = claims(lms, "ada") | {"sub": "teacher"}
+    assert refused(auth, teacher) == "lt-teacher is an instructor: the LMS gave no instructor role"
+    teacher[LTI + "roles"] = ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"]
+    handler = SimpleNamespace()
+    assert asyncio.run(auth.authenticate(handler, teacher)) == {"name": "lt-teacher"}
+    assert not hasattr(handler, "lti_group")  # the plan's groups hold instructors
+    grader = claims(lms, "ada") | {"sub": "GRADER"}
+    assert refused(auth, grader) == "lt-grader is a course's grader account: nobody logs in as it"
+    assert list(read_launches(tmp_path)[0]) == ["lt-teacher"]
+
+
+def test_the_hub_serves_the_tools_public_key(tmp_path):
+    from pylti1p3.registration import Registration
+
+    from autograder.lti.ags import public_pem
+
+    key = tmp_path / "tool-key.pem"
+    key.write_text(private_pem(new_key()))
+    jwk = authenticator(tmp_path, tool_key_file=str(key)).tool_jwk()
+    assert jwk == dict(Registration.get_jwk(public_pem(key.read_text())))
+    assert jwk["kid"] and jwk["alg"] == "RS256" and "d" not in jwk  # no private part

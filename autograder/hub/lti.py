@@ -62,6 +62,8 @@ def configure(c: Any, plan: Any) -> None:
     a.username_prefix = o.get("username_prefix", "")
     a.courses = contexts(plan)
     a.course_roots = {course.id: str(course.folder) for course in plan.courses}
+    a.instructors = {name for course in plan.courses for name in course.instructors}
+    a.no_login = {course.grader for course in plan.courses}
     if plan.ip in LOOPBACK:
         a.uri_scheme = "http"  # on 127.0.0.1 (tests) the hub is plain http
 

@@ -7,7 +7,8 @@ state) with what a course hub needs besides:
 - the launch's ``deployment_id`` is one the plan names (ltiauthenticator does not check it);
 - the LMS course (the ``context`` claim, by id or label) maps onto a course of the hub
   (``courses``); the student joins its group ``nbgrader-<course>`` (a learner; other roles
-  log in and join nothing);
+  log in and join nothing); a name the plan gives an instructor needs an instructor role
+  in the LMS, and nobody logs in as a course's grader account;
 - the hub user name is ``username_prefix`` + the claim ``username_key`` (default ``sub``),
   lowercased, each character outside ``[a-z0-9_-]`` made ``-``: a unix user name, or the
   launch is refused; the unix user is made on the first launch (``useradd``, as root:
@@ -38,6 +39,7 @@ from traitlets import Bool, Dict, Set, Unicode, default
 from ..lti.launches import LTI, STUDENT, Launch, LaunchError, write
 
 LEARNER = "membership#Learner"  # the end of the LIS role URI of a student
+TEACHING = ("membership#Instructor", "membership#Administrator")  # and of a teacher's
 
 
 class CallbackHandler(LTI13CallbackHandler):
@@ -86,6 +88,12 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         True, config=True, help="make a unix user on a student's first launch"
     )
     tool_key_file = Unicode("", config=True, help="the tool's RSA private key (PEM)")
+    instructors = Set(
+        Unicode(),
+        config=True,
+        help="the plan's instructors: their launches need an LMS teaching role",
+    )
+    no_login = Set(Unicode(), config=True, help="users nobody logs in as (the graders)")
 
     @default("username_key")
     def _username_key(self):
@@ -131,6 +139,11 @@ class CourseLTI13Authenticator(LTI13Authenticator):
             raise HTTPError(403, f"deployment_id {str(deployment)[:40]!r} is not this tool's")
         name = self.unix_name(token)
         course = self.course_of(token)
+        roles = [r for r in token.get(LTI + "roles") or [] if isinstance(r, str)]
+        if name in self.no_login:
+            raise HTTPError(403, f"{name} is a course's grader account: nobody logs in as it")
+        if name in self.instructors and not any(r.endswith(TEACHING) for r in roles):
+            raise HTTPError(403, f"{name} is an instructor: the LMS gave no instructor role")
         try:
             launch = Launch.from_id_token(name, token)
         except LaunchError as e:
@@ -140,8 +153,7 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         root = self.course_roots.get(course)
         if root:
             write(Path(root), launch)
-        roles = token.get(LTI + "roles") or []
-        if any(isinstance(r, str) and r.endswith(LEARNER) for r in roles):
+        if any(r.endswith(LEARNER) for r in roles):
             handler.lti_group = f"nbgrader-{course}"
         return {"name": name}
 
