@@ -54,7 +54,7 @@ from autograder.hub import runas
 from autograder.hub.config import free_port
 from autograder.lti.ags import public_pem
 
-pytestmark = [pytest.mark.hub, pytest.mark.xdist_group("hub_lti")]
+pytestmark = [pytest.mark.hub, pytest.mark.slow, pytest.mark.xdist_group("hub_lti")]
 
 A = "01_value"
 COURSE = "autograd-lti"
