@@ -295,7 +295,9 @@ def test_a_signed_launch_logs_the_student_in_and_their_server_starts(hub, launch
     user = hub.api(f"/users/{hub.student}")
     assert f"nbgrader-{COURSE}" in user["groups"]
     assert pwd.getpwnam(hub.student).pw_dir == f"/home/{hub.student}"
-    record = json.loads((hub.course / "lti" / "launches" / f"{hub.student}.json").read_text())
+    path = hub.course / "lti" / "launches" / f"{hub.student}.json"
+    assert path.stat().st_uid == pwd.getpwnam(hub.grader).pw_uid  # the grader reads it
+    record = json.loads(path.read_text())
     assert (record["sub"], record["context_id"]) == (hub.lms.users["ada"].sub, "course-1")
     assert record["lineitems"] == hub.lms.lineitems_url("course-1")
     # the student's browser goes on to /hub/spawn: their server starts, as their unix user
@@ -354,7 +356,7 @@ def test_the_graded_score_reaches_the_lms_gradebook(hub, launched):
     folder = hub.course / "submitted" / hub.student / A
     folder.mkdir(parents=True)
     shutil.copy(notebook_path(SOLUTIONS, A), folder / notebook_path(SOLUTIONS, A).name)
-    subprocess.run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(hub.course)], check=True)
+    subprocess.run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(folder.parent)], check=True)
     graded = hub.as_grader(sys.executable, "-m", "autograder", "grade", A)
     assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
     sent = hub.as_grader(sys.executable, "-m", "autograder", "export", A, "--to", "lti")

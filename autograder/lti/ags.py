@@ -183,8 +183,9 @@ class _Sender:
         token_url = self.settings.token_url
         try:
             return fn(*args)
-        except requests.ConnectionError:
-            raise GraderError(f"the LTI platform is unreachable: {token_url}") from None
+        except requests.ConnectionError as e:
+            url = getattr(e.request, "url", None) or token_url
+            raise GraderError(f"the LTI platform is unreachable: {url}") from None
         except LtiServiceException as e:
             r = e.response
             where = "token" if r.url == token_url else r.url

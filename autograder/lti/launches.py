@@ -125,14 +125,20 @@ def path_of(root: Path, student: str) -> Path:
 
 
 def write(root: Path, launch: Launch) -> Path:
-    """Write ``launch`` under the course at ``root``, atomically (mode 0640)."""
+    """Write ``launch`` under the course at ``root``, atomically (mode 0640), owned by
+    whoever owns the course folder (its grader reads it; the hub writes it as root)."""
     path = path_of(root, launch.student)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    owner = Path(root).stat()
+    for folder in (path.parent.parent, path.parent):
+        if not folder.is_dir():
+            folder.mkdir(mode=0o750)
+            os.chown(folder, owner.st_uid, owner.st_gid)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".launch-")
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(launch.to_json())
         os.chmod(tmp, 0o640)
+        os.chown(tmp, owner.st_uid, owner.st_gid)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -341,6 +341,7 @@ class Watcher:
                     db_url=self.course.db_url,
                     to="lti",
                     students=students,
+                    out=self.folder,  # watch/lti.csv: what it sent last
                 )
             except GraderError as exc:
                 report.failures.append(f"{assignment}: scores not sent to the LMS: {exc}")
