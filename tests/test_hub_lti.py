@@ -34,7 +34,6 @@ import pwd
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,7 @@ import pytest
 import requests
 from helpers import SOLUTIONS, ScratchCourse, notebook_path
 from lti_platform import LTIPlatform, new_key, private_pem
+from test_hub import chown_tree, remove_users, stop, useradd  # the hub tests' own
 
 from autograder.hub import runas
 from autograder.hub.config import free_port
@@ -126,33 +126,6 @@ def launch(lms: LTIPlatform, login: str, context: str = "course-1"):
     return session, answer
 
 
-def processes_of(uids: set[int]) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if entry.stat().st_uid in uids:
-                    found.append(int(entry.name))
-    return found
-
-
-def remove_users(names: list[str]) -> None:
-    """Stop every process of these users (by pid), then userdel them with their HOME."""
-    uids = set()
-    for name in names:
-        with contextlib.suppress(KeyError):
-            uids.add(pwd.getpwnam(name).pw_uid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in processes_of(uids):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 10
-        while processes_of(uids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-    for name in names:
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
-
-
 def write_plan(root: Path, port: int, lms: LTIPlatform, grader: str, instructor: str) -> Path:
     plan = root / "hub.toml"
     (root / "probe.token").write_text(secrets.token_hex(16))
@@ -209,32 +182,13 @@ def wait_for_hub(hub: LTIHub, proc: subprocess.Popen) -> None:
     pytest.fail(f"the hub did not start in {START_TIMEOUT} s:\n{hub.log.read_text()[-4000:]}")
 
 
-def stop(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
-def useradd(name: str, home: Path) -> None:
-    subprocess.run(
-        ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def hub() -> Iterator[LTIHub]:
     if os.geteuid() != 0:
         pytest.fail("the hub tests need root (the hub starts servers as its users)")
-    root = Path(tempfile.mkdtemp(prefix="lt-hub-"))
-    root.chmod(0o755)
-    tag = secrets.token_hex(2)
+    tag = secrets.token_hex(2)  # the users' names: lt-<tag>-g, lt-s<tag>, ...
+    root = Path(tempfile.mkdtemp(prefix=f"lt-hub-{tag}-"))
+    root.chmod(0o755)  # the users' homes and the course are in it
     grader, instructor = f"{PREFIX}{tag}-g", f"{PREFIX}{tag}-i"
     lms_users = {"ada": f"s{tag}", "bob": f"b{tag}", "mallory": f"m{tag}", "eve": f"e{tag}"}
     made = [grader, instructor, *(PREFIX + sub for sub in lms_users.values())]
@@ -260,7 +214,7 @@ def hub() -> Iterator[LTIHub]:
         os.chown(key, 0, pwd.getpwnam(grader).pw_gid)
         key.chmod(0o640)  # the hub (root) and the course's grader read it
         plan = write_plan(root, port, lms, grader, instructor)
-        subprocess.run(["chown", "-R", f"{grader}:{grader}", str(course)], check=True)
+        chown_tree(course, grader)
         log = root / "hub.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
@@ -356,7 +310,7 @@ def test_the_graded_score_reaches_the_lms_gradebook(hub, launched):
     folder = hub.course / "submitted" / hub.student / A
     folder.mkdir(parents=True)
     shutil.copy(notebook_path(SOLUTIONS, A), folder / notebook_path(SOLUTIONS, A).name)
-    subprocess.run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(folder.parent)], check=True)
+    chown_tree(folder.parent, hub.grader)
     graded = hub.as_grader(sys.executable, "-m", "autograder", "grade", A)
     assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
     sent = hub.as_grader(sys.executable, "-m", "autograder", "export", A, "--to", "lti")
