@@ -369,6 +369,10 @@ def test_the_hub_refuses_a_launch_it_cannot_place(lms, tmp_path):
     assert not hasattr(handler, "lti_group")  # the plan's groups hold instructors
     grader = claims(lms, "ada") | {"sub": "GRADER"}
     assert refused(auth, grader) == "lt-grader is a course's grader account: nobody logs in as it"
+    root = authenticator(tmp_path, username_prefix="")
+    assert refused(root, claims(lms, "ada") | {"sub": "root"}) == (
+        "root is a system account: nobody logs in as it"
+    )
     assert list(read_launches(tmp_path)[0]) == ["lt-teacher"]
 
 

@@ -8,7 +8,8 @@ state) with what a course hub needs besides:
 - the LMS course (the ``context`` claim, by id or label) maps onto a course of the hub
   (``courses``); the student joins its group ``nbgrader-<course>`` (a learner; other roles
   log in and join nothing); a name the plan gives an instructor needs an instructor role
-  in the LMS, and nobody logs in as a course's grader account;
+  in the LMS, and nobody logs in as a course's grader account or a system account
+  (root, daemons: a user id below 1000);
 - the hub user name is ``username_prefix`` + the claim ``username_key`` (default ``sub``),
   lowercased, each character outside ``[a-z0-9_-]`` made ``-``: a unix user name, or the
   launch is refused; the unix user is made on the first launch (``useradd``, as root:
@@ -39,7 +40,16 @@ from traitlets import Bool, Dict, Set, Unicode, default
 from ..lti.launches import LTI, STUDENT, Launch, LaunchError, write
 
 LEARNER = "membership#Learner"  # the end of the LIS role URI of a student
+FIRST_UID = 1000  # useradd's UID_MIN on Debian: below it, system accounts
 TEACHING = ("membership#Instructor", "membership#Administrator")  # and of a teacher's
+
+
+def _system_account(name: str) -> bool:
+    """``name`` is a unix account below the first regular user id (root, daemons)."""
+    try:
+        return pwd.getpwnam(name).pw_uid < FIRST_UID
+    except KeyError:
+        return False
 
 
 class CallbackHandler(LTI13CallbackHandler):
@@ -140,6 +150,8 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         name = self.unix_name(token)
         course = self.course_of(token)
         roles = [r for r in token.get(LTI + "roles") or [] if isinstance(r, str)]
+        if _system_account(name):
+            raise HTTPError(403, f"{name} is a system account: nobody logs in as it")
         if name in self.no_login:
             raise HTTPError(403, f"{name} is a course's grader account: nobody logs in as it")
         if name in self.instructors and not any(r.endswith(TEACHING) for r in roles):
