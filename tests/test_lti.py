@@ -323,16 +323,16 @@ def test_watch_sends_each_graded_score_to_the_lms(lms, tmp_path):
 def authenticator(tmp_path: Path, **settings):
     from autograder.hub.lti_auth import CourseLTI13Authenticator
 
-    return CourseLTI13Authenticator(
-        deployment_ids={"deployment-1"},
-        courses={"course-1": "autograd"},
-        course_roots={"autograd": str(tmp_path)},
-        username_prefix="lt-",
-        create_system_users=False,
-        instructors={"lt-teacher"},
-        no_login={"lt-grader"},
-        **settings,
-    )
+    defaults = {
+        "deployment_ids": {"deployment-1"},
+        "courses": {"course-1": "autograd"},
+        "course_roots": {"autograd": str(tmp_path)},
+        "username_prefix": "lt-",
+        "create_system_users": False,
+        "instructors": {"lt-teacher"},
+        "no_login": {"lt-grader"},
+    }
+    return CourseLTI13Authenticator(**(defaults | settings))
 
 
 def refused(auth, token) -> str:
