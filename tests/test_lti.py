@@ -276,7 +276,7 @@ def test_an_lti13_plan_configures_the_hub_and_the_graders_export(tmp_path):
     a = c.CourseLTI13Authenticator
     assert c.JupyterHub.authenticator_class == lti.AUTHENTICATOR
     assert (a.client_id, a.deployment_ids) == ({"tool-1"}, {"d-1"})
-    assert (a.username_key, a.username_prefix, a.uri_scheme) == ("email", "u-", "http")
+    assert (a.username_key, a.username_prefix, a.uri_scheme) == ("email", "u-", "auto")
     assert a.courses == {"AUTOGRAD-101": "autograd"}
     assert a.course_roots == {"autograd": str(tmp_path / "course")}
     text = course_settings(plan, plan.courses[0])

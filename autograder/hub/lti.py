@@ -2,7 +2,7 @@
 ``export --to lti`` sends their scores back (autograder/lti/ags.py).
 
 The plan's keys (``[authenticator]``, kind = "lti13"), all given by the LMS when the tool
-is registered there, but ``tool_key`` (the tool's own) and the optional last two:
+is registered there, but ``tool_key`` (the tool's own) and the optional last three:
 
 - ``issuer``: the platform's issuer (``iss``); ``client_id``: the tool's (a string or a
   list); ``deployment_ids``: the tool's deployments (a list);
@@ -12,7 +12,9 @@ is registered there, but ``tool_key`` (the tool's own) and the optional last two
   ``/hub/lti13/jwks``;
 - ``username_claim`` (default ``sub``): the id_token claim that names the hub user, e.g.
   ``email`` or ``custom_uname`` (the custom claim's ``uname``); ``username_prefix`` (default
-  ``""``) goes before it (the result must be a unix user name).
+  ``""``) goes before it (the result must be a unix user name); ``uri_scheme`` (default
+  ``auto``: what the HTTPS proxy in front says the browser used; or ``https``, ``http``):
+  the scheme of the redirect URL the hub gives the LMS.
 
 Each course that students launch into says which LMS courses are it: ``lti_contexts =
 ["<context id or label>", ...]`` in its ``[[courses]]`` table. A course's grader gets
@@ -64,8 +66,8 @@ def configure(c: Any, plan: Any) -> None:
     a.course_roots = {course.id: str(course.folder) for course in plan.courses}
     a.instructors = {name for course in plan.courses for name in course.instructors}
     a.no_login = {course.grader for course in plan.courses}
-    if plan.ip in LOOPBACK:
-        a.uri_scheme = "http"  # on 127.0.0.1 (tests) the hub is plain http
+    # "auto": the scheme the browser used, from the HTTPS proxy's X-Forwarded-Proto
+    a.uri_scheme = o.get("uri_scheme", "auto")
 
 
 def course_settings(plan: Any, course: Any) -> str:
