@@ -6,7 +6,7 @@ repository owned by its grader account, its own instructor and student, nbgrader
 filesystem exchange in a temporary folder, a formgrader service and a watch service.
 The users are real unix users (useradd, prefix ``hb-``), removed after the module with
 every process they still run; the hub's process group is stopped too, pass or fail.
-They log in with the ``dummy`` authenticator (one password, 127.0.0.1 only).
+They log in with their passwords through PAM (``kind = "pam"``, as a class would).
 
 Chromium (Playwright, /usr/bin/chromium) then does what a class does: a student of the
 first course fetches 01_value in the Assignments tab, fills it (the solution's code, put
@@ -14,7 +14,9 @@ through the Jupyter contents API), validates and submits it; that course's watch
 grades it and the student fetches the feedback in the tab; the instructor sees the
 submission in the course's formgrader. The second course's student sees neither the
 first course's assignment nor its feedback; the first course's instructor is refused the
-second course's formgrader. Screenshots go to docs/images/.
+second course's formgrader. Screenshots go to docs/images/. The tests run in this order
+(one xdist group): the instructor's and the second course's follow the first student's
+submission.
 """
 
 from __future__ import annotations
@@ -91,24 +93,19 @@ class Hub:
     def home(self, role: str) -> Path:
         return self.root / "home" / self.users[role]
 
-    def api(self, path: str, token: str = "") -> dict:
-        request = urllib.request.Request(f"{self.url}/hub/api{path}")
-        if token:
-            request.add_header("Authorization", f"token {token}")
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-
 
 COURSES = ("autograd-a", "autograd-b")
 
 
-def useradd(name: str, home: Path) -> None:
+def useradd(name: str, home: Path, password: str) -> None:
+    """A unix user with a HOME of their own (0700) and a password (PAM logs them in)."""
     subprocess.run(
         ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
         check=True,
         capture_output=True,
     )
     home.chmod(0o700)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True)
 
 
 def processes_of(uids: set[int]) -> list[int]:
@@ -156,7 +153,7 @@ def chown_tree(top: Path, user: str) -> None:
     subprocess.run(["chown", "-R", f"{user}:{user}", str(top)], check=True)
 
 
-def write_plan(root: Path, port: int, password: str, users: dict[str, str]) -> Path:
+def write_plan(root: Path, port: int, users: dict[str, str]) -> Path:
     def course(n: int, course_id: str) -> str:
         return (
             f'[[courses]]\nid = "{course_id}"\nfolder = "courses/{course_id}"\n'
@@ -168,7 +165,7 @@ def write_plan(root: Path, port: int, password: str, users: dict[str, str]) -> P
     plan.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {port}\nstate = "state"\n'
         f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
-        f'[authenticator]\nkind = "dummy"\npassword = "{password}"\n\n'
+        '[authenticator]\nkind = "pam"\n\n'
         f'[users]\nstudents = ["{users["s1"]}", "{users["s2"]}"]\n\n'
         + course(1, COURSES[0])
         + "\n"
@@ -226,16 +223,17 @@ def hub() -> Iterator[Hub]:
     users = {role: f"{PREFIX}{tag}-{role}" for role in ("g1", "i1", "s1", "g2", "i2", "s2")}
     proc = None
     try:
+        password = secrets.token_urlsafe(12)
         for name in users.values():
-            useradd(name, root / "home" / name)
+            useradd(name, root / "home" / name, password)
         courses = {}
         for n, course_id in enumerate(COURSES, 1):
             folder = root / "courses" / course_id
             copy_course(folder)
             chown_tree(folder, users[f"g{n}"])
             courses[course_id] = folder
-        port, password = free_port(), secrets.token_urlsafe(12)
-        plan = write_plan(root, port, password, users)
+        port = free_port()
+        plan = write_plan(root, port, users)
         log = root / "hub.log"
         command = HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
         with log.open("wb") as out:
@@ -397,6 +395,10 @@ def test_the_other_course_sees_nothing_of_the_first(hub, browser):
     with logged_in(browser, hub, "s2") as page:
         assert page.url.endswith(f"/lab/tree/{second}/START-HERE.md"), page.url
         assert api_json(page, hub, "s2", "courses")["value"] == [second]
+        page.click(".lm-MenuBar-itemLabel >> text=Nbgrader")  # a student's tools only
+        shown = page.locator(".lm-Menu-itemLabel:visible").all_inner_texts()
+        assert shown == ["Assignment List"], shown
+        page.keyboard.press("Escape")
         open_assignments(page)
         released = page.locator(f"#released_assignments_list .list_item:has-text('{A}')")
         released.first.wait_for()

@@ -207,7 +207,7 @@ def hub() -> Iterator[LTIHub]:
     try:
         lms.start()
         for name in (grader, instructor):
-            useradd(name, root / "home" / name)
+            useradd(name, root / "home" / name, secrets.token_urlsafe(12))  # never used
         course = ScratchCourse(root / "course", [A]).path
         key = root / "tool-key.pem"
         key.write_text(private_pem(new_key()))

@@ -254,3 +254,14 @@ def test_the_course_folder_takes_its_course_id_and_exchange_from_the_hub(good, t
     assert after.CourseDirectory.course_id == "spring"
     assert after.Exchange.root == str(good.parent / "exchange")
     assert after.Exchange.path_includes_course is True
+
+
+def test_hub_check_lists_every_problem_one_line_each(tmp_path, capsys):
+    from autograder.__main__ import main
+
+    path = write(tmp_path, GOOD.replace('kind = "dummy"', 'kind = "saml"'))
+    assert main(["hub", "--plan", str(path), "--check"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert any("unknown kind 'saml'" in line for line in lines), lines
+    assert any("course 'fall': no folder" in line for line in lines), lines
+    assert all(line.startswith("hub.toml: ") for line in lines), lines

@@ -6,7 +6,9 @@ feedback travel between the course's grader and its students, and where ``watch`
 submissions from.
 
 Each entry is a small object of plain functions; the defaults do nothing, so a kind
-defines only what it needs. ``c`` is JupyterHub's configuration object.
+defines only what it needs. ``c`` is JupyterHub's configuration object. For example, in
+this module: ``EXCHANGES["ngshare"] = ExchangeKind(user_settings=..., course_settings=...)``
+(a hub-wide service is added once by ``configure``, which runs for each course of the kind).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class AuthenticatorKind:
     configure: Callable[[Any, Any], None]
     # what is wrong with the plan for this kind, one line each
     check: Callable[[Any], list[str]] = _no_problems
+    # only the plan's users may log in (c.Authenticator.allowed_users); False for a kind
+    # that decides who logs in itself
+    plan_users_only: bool = True
     # lines of Python for each course folder's nbgrader_config_hub.py (e.g. c.LTI...)
     course_settings: Callable[[Any, Any], str] = _no_lines
 
@@ -58,7 +63,9 @@ class ExchangeKind:
 AUTHENTICATORS: dict[str, AuthenticatorKind] = {
     "pam": AuthenticatorKind(auth.configure_pam),
     "dummy": AuthenticatorKind(auth.configure_dummy, auth.check_dummy),
-    "lti13": AuthenticatorKind(lti.configure, lti.check, lti.course_settings),
+    "lti13": AuthenticatorKind(
+        lti.configure, lti.check, plan_users_only=False, course_settings=lti.course_settings
+    ),
 }
 
 EXCHANGES: dict[str, ExchangeKind] = {
