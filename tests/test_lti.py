@@ -275,6 +275,9 @@ def test_an_lti13_plan_configures_the_hub_and_the_graders_export(tmp_path):
     lti.configure(c, plan)
     a = c.CourseLTI13Authenticator
     assert c.JupyterHub.authenticator_class == lti.AUTHENTICATOR
+    from autograder.hub.kinds import AUTHENTICATORS
+
+    assert not AUTHENTICATORS["lti13"].plan_users_only  # the LMS says who, not the plan
     assert (a.client_id, a.deployment_ids) == ({"tool-1"}, {"d-1"})
     assert (a.username_key, a.username_prefix, a.uri_scheme) == ("email", "u-", "auto")
     assert a.courses == {"AUTOGRAD-101": "autograd"}
