@@ -143,6 +143,15 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # c.LMS.canvas_columns = {"01_value": "Lesson 1: The Value node (4401)"}  # as Canvas exports it
 # c.LMS.moodle_columns = {"01_value": "Assignment: Lesson 1"}  # as Moodle's import lists it
 
+# `export --to lti` (autograder/lti/ags.py) sends each score to the LMS through LTI 1.3 AGS.
+# On the hub with the authenticator kind lti13, nbgrader_config_hub.py sets these from the
+# plan; elsewhere set them here: the platform and the tool's key, as the LMS registered it.
+# c.LTI.issuer = "https://canvas.instructure.com"
+# c.LTI.client_id = "10000000000001"
+# c.LTI.token_url = "https://sso.canvaslms.com/login/oauth2/token"
+# c.LTI.private_key_file = "/etc/autograder-hub/lti-tool-key.pem"
+# c.LTI.lineitems = {"01_value": "Lesson 1: The Value node"}  # a line item of another label
+
 # On a JupyterHub (`python -m autograder hub`), this folder is one course of the hub's plan:
 # nbgrader_config_hub.py, written by the hub, sets its course id and its exchange last.
 load_subconfig("nbgrader_config_hub.py")  # noqa: F821 (nothing when the file is absent)

@@ -447,8 +447,9 @@ def add_grading_commands(sub) -> None:
         "--to",
         metavar="FORMAT",
         default="csv",
-        help="csv (default), canvas (Canvas's gradebook import CSV) or moodle (Moodle's "
-        "grade import CSV)",
+        help="csv (default), canvas (Canvas's gradebook import CSV), moodle (Moodle's "
+        "grade import CSV) or lti (each score sent to the LMS through LTI 1.3 AGS, to "
+        "the students who launched the course from it; c.LTI.* in nbgrader_config.py)",
     )
     p.add_argument(
         "--out", metavar="DIR", default=None, help="output folder (default: <course>/exports)"

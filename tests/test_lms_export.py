@@ -200,8 +200,8 @@ def test_export_command_formats_and_folders(course, tmp_path):
     folder = autograder_cli("export", "--course", str(course), "--to", str(tmp_path))
     assert folder.returncode == 2
     assert folder.stderr.strip().splitlines() == [
-        f"error: --to {str(tmp_path)!r}: the format is csv, canvas or moodle; the output "
-        "folder is --out DIR"
+        f"error: --to {str(tmp_path)!r}: the format is csv, canvas, moodle or lti; the "
+        "output folder is --out DIR"
     ]
 
 

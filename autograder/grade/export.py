@@ -1,5 +1,6 @@
 """``python -m autograder export``: the gradebook as CSV files (``--to csv``, the default),
-or as the LMS's gradebook import file (``--to canvas``, ``--to moodle``: grade/lms.py).
+or as the LMS's gradebook import file (``--to canvas``, ``--to moodle``: grade/lms.py),
+or sent to the LMS's gradebook through LTI 1.3 AGS (``--to lti``: autograder/lti/ags.py).
 
 - ``grades.csv``: one row per student and assignment: ``student, assignment, score,
   max_score``, then ``submitted`` (yes/no), ``late_seconds``, ``problem`` (yes/no),
@@ -77,18 +78,25 @@ class Exported(list):
 
 
 def export(
-    assignments=None, *, root=None, db_url=None, out=None, to="csv", schedule=None
+    assignments=None,
+    *,
+    root=None,
+    db_url=None,
+    out=None,
+    to="csv",
+    schedule=None,
+    students=None,
 ) -> Exported:
     """Write ``to`` (``csv``: grades.csv, cells.csv, items.csv; ``canvas``, ``moodle``: the
     LMS's import file, grade/lms.py) into ``out`` (default: <course>/exports).
     ``schedule``: the due dates, extensions and late policy to apply (default: the
-    course's ``c.Schedule``)."""
+    course's ``c.Schedule``); ``students``: only these (default: everyone)."""
     from ..errors import GraderError
     from .lms import FORMATS
 
     if to not in FORMATS:
         raise GraderError(
-            f"--to {to!r}: the format is csv, canvas or moodle; the output folder is --out DIR"
+            f"--to {to!r}: the format is csv, canvas, moodle or lti; the output folder is --out DIR"
         )
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -106,7 +114,8 @@ def export(
     with Gradebook(course.db_url, course.course_id) as gb:
         names = [a.name for a in gb.assignments]
         names = [a for a in names if not assignments or a in assignments]
-        students = sorted(s.id for s in gb.students)
+        only = students
+        students = sorted(s.id for s in gb.students if not only or s.id in only)
         for a in names:
             assignment = gb.find_assignment(a)
             for student in students:
@@ -161,6 +170,11 @@ def export(
                                 _num(grade.max_score),
                             ]
                         )
+    if to == "lti":
+        from ..lti.ags import send_scores
+
+        path, problems, notes = send_scores(course, out, GRADES_HEADER, grades)
+        return Exported([path], problems, notes)
     if to != "csv":
         from .lms import write_lms
 

@@ -39,7 +39,7 @@ from ..errors import GraderError
 from ..roster import ROSTER, Roster, read_roster
 from ..spreadsheet import write_csv
 
-FORMATS = ("csv", "canvas", "moodle")
+FORMATS = ("csv", "canvas", "moodle", "lti")  # lti: sent through AGS, autograder/lti/
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_POINTS = "    Points Possible"  # the first cell of Canvas's second row, spaces and all
 MOODLE_REAL = " (Real)"  # Moodle's export: the grade as a number ("real"), its import too

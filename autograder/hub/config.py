@@ -143,7 +143,9 @@ def place_start_page(user: str, course: Course) -> None:
 def pre_spawn_hook(plan: Plan):
     def hook(spawner: Any) -> None:
         user = spawner.user.name
-        courses = plan.courses_of(user)
+        # the plan's members, and who joined a course's group since (an LTI launch)
+        groups = {g.name for g in spawner.user.groups}
+        courses = [c for c in plan.courses if user in c.members or f"nbgrader-{c.id}" in groups]
         for course in courses:
             place_start_page(user, course)
         spawner.environment["JUPYTER_CONFIG_PATH"] = str(settings.user_folder(plan, user))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import auth, filesystem
+from . import auth, filesystem, lti
 
 
 def _no_problems(*_: Any) -> list[str]:
@@ -26,6 +26,10 @@ def _no_problems(*_: Any) -> list[str]:
 
 def _nothing(*_: Any) -> None:
     return None
+
+
+def _no_lines(*_: Any) -> str:
+    return ""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class AuthenticatorKind:
     # only the plan's users may log in (c.Authenticator.allowed_users); False for a kind
     # that decides who logs in itself
     plan_users_only: bool = True
+    # lines of Python for each course folder's nbgrader_config_hub.py (e.g. c.LTI...)
+    course_settings: Callable[[Any, Any], str] = _no_lines
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,9 @@ class ExchangeKind:
 AUTHENTICATORS: dict[str, AuthenticatorKind] = {
     "pam": AuthenticatorKind(auth.configure_pam),
     "dummy": AuthenticatorKind(auth.configure_dummy, auth.check_dummy),
+    "lti13": AuthenticatorKind(
+        lti.configure, lti.check, plan_users_only=False, course_settings=lti.course_settings
+    ),
 }
 
 EXCHANGES: dict[str, ExchangeKind] = {

@@ -29,6 +29,7 @@ def course_settings(plan: Plan, course: Course) -> str:
         f"# {course.id!r} on the hub. nbgrader_config.py loads it last; do not edit.",
         f"c.CourseDirectory.course_id = {course.id!r}",
         kinds.EXCHANGES[course.exchange].course_settings(plan, course),
+        kinds.AUTHENTICATORS[plan.authenticator].course_settings(plan, course),
     ]
     return "\n".join(lines)
 

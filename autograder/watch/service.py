@@ -318,12 +318,37 @@ class Watcher:
             else:
                 self.pending.discard((student, assignment))
         self._feedback(done, report)
+        if self.settings.lti_scores:
+            self._send_scores(sorted({(s, a) for s, a, _, _ in done}), report)
         if restage:
             self.log(
                 f"{len(restage)} submission(s) scored less than an earlier one: "
                 "the best one goes back into the gradebook"
             )
         self.log(f"cycle done in {time.monotonic() - started:.1f} s")
+
+    def _send_scores(self, graded: list[tuple[str, str]], report: CycleReport) -> None:
+        """The graded students' scores to the LMS (LTI AGS: export --to lti); a failure
+        is logged and reported, never stops the watcher."""
+        from ..grade.export import export
+
+        for assignment in sorted({a for _, a in graded}):
+            students = [s for s, a in graded if a == assignment]
+            try:
+                sent = export(
+                    [assignment],
+                    root=self.course.root,
+                    db_url=self.course.db_url,
+                    to="lti",
+                    students=students,
+                    out=self.folder,  # watch/lti.csv: what it sent last
+                )
+            except GraderError as exc:
+                report.failures.append(f"{assignment}: scores not sent to the LMS: {exc}")
+                self.log(f"{assignment}: scores not sent to the LMS: {exc}")
+                continue
+            for line in [*sent.notes[:1], *sent.problems]:
+                self.log(f"{assignment}: LMS: {line}")
 
     def _flag_record(self, student: str, assignment: str, record: GradingRecord, flag: str) -> None:
         """The claim's flag in the grader's record (``review``: grades.csv, the report)."""

@@ -66,6 +66,12 @@ class Watch(Configurable):
         "its name claims (as nbgrader's collect warns)",
     ).tag(config=True)
 
+    lti_scores = Bool(
+        False,
+        help="after each grading cycle, send the graded students' scores to the LMS "
+        "through LTI 1.3 AGS (export --to lti, c.LTI.*); the hub's lti13 kind sets it",
+    ).tag(config=True)
+
     @property
     def bounds(self) -> Bounds:
         """What a submission may hold (tree.py), checked before anything is copied."""
