@@ -19,7 +19,7 @@ quick: setup-test      ## no real kernel, no notebook catalogue: while you work 
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not mutation and not hub" --no-kernels
 
 hub: setup-test        ## a real JupyterHub, two courses, Chromium as students and instructor (root)
-	$(PY) -m pytest -m hub
+	$(PY) -m pytest -n 2 --dist loadgroup -m hub
 
 mutation: setup-test   ## mutants, seed sweeps, forger matrices, every notebook in the browser
 	$(PY) -m pytest -n 2 --dist loadgroup -m mutation

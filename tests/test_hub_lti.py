@@ -48,7 +48,7 @@ import pytest
 import requests
 from helpers import SOLUTIONS, ScratchCourse, notebook_path
 from lti_platform import LTIPlatform, new_key, private_pem
-from test_hub import chown_tree, remove_users, stop, useradd  # the hub tests' own
+from test_hub import chown_tree, remove_users, shot, stop, useradd  # the hub tests' own
 
 from autograder.hub import runas
 from autograder.hub.config import free_port
@@ -61,7 +61,6 @@ COURSE = "autograd-lti"
 PREFIX = "lt-"
 START_TIMEOUT = 300  # s: the hub and its services on a busy 2-core machine
 CHROMIUM = Path("/usr/bin/chromium")
-IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
 
 
 @dataclass
@@ -364,8 +363,7 @@ def test_in_chromium_a_click_in_the_lms_opens_the_students_lab(hub):
             page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=240_000)
             assert "START-HERE.md" in page.url
             assert "Start here" in page.inner_text(".jp-RenderedMarkdown h1")
-            IMAGES.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(IMAGES / "lti-launch-lab.png"))
+            shot(page, "lti-launch-lab.png")
         finally:
             browser.close()
     assert f"nbgrader-{COURSE}" in hub.api(f"/users/{bob}")["groups"]
