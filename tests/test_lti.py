@@ -389,3 +389,29 @@ def test_the_hub_serves_the_tools_public_key(tmp_path):
     jwk = authenticator(tmp_path, tool_key_file=str(key)).tool_jwk()
     assert jwk == dict(Registration.get_jwk(public_pem(key.read_text())))
     assert jwk["kid"] and jwk["alg"] == "RS256" and "d" not in jwk  # no private part
+
+
+def test_a_launch_opens_no_account_of_the_machine_that_no_launch_made(lms, tmp_path):
+    """With accounts made on first launch, a claim that names an existing account (a staff
+    member's, a service's) is refused unless the plan names it or a launch made it."""
+    import os
+    import secrets
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: makes a unix account")
+    staff = f"lt-staff-{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--no-create-home", staff], check=True)
+    try:
+        made = tmp_path / "made"
+        auth = authenticator(tmp_path, username_prefix="", create_system_users=True)
+        auth.made_dir = str(made)
+        token = claims(lms, "ada") | {"sub": staff}
+        assert refused(auth, token) == f"{staff} is an account of this machine that no launch made"
+        made.mkdir()
+        (made / staff).touch()  # an earlier launch made it
+        assert asyncio.run(auth.authenticate(SimpleNamespace(), token)) == {"name": staff}
+        auth.made_dir, auth.plan_users = "", {staff}  # or the plan names it
+        assert asyncio.run(auth.authenticate(SimpleNamespace(), token)) == {"name": staff}
+    finally:
+        subprocess.run(["userdel", staff], check=False)

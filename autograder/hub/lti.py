@@ -66,6 +66,8 @@ def configure(c: Any, plan: Any) -> None:
     a.course_roots = {course.id: str(course.folder) for course in plan.courses}
     a.instructors = {name for course in plan.courses for name in course.instructors}
     a.no_login = {course.grader for course in plan.courses}
+    a.plan_users = plan.users()
+    a.made_dir = str(plan.state / "lti-made-users")
     # "auto": the scheme the browser used, from the HTTPS proxy's X-Forwarded-Proto
     a.uri_scheme = o.get("uri_scheme", "auto")
 

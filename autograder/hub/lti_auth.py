@@ -13,7 +13,11 @@ state) with what a course hub needs besides:
 - the hub user name is ``username_prefix`` + the claim ``username_key`` (default ``sub``),
   lowercased, each character outside ``[a-z0-9_-]`` made ``-``: a unix user name, or the
   launch is refused; the unix user is made on the first launch (``useradd``, as root:
-  the local spawner starts the student's server as them);
+  the local spawner starts the student's server as them); then a launch may log in to an
+  account that exists already only if the plan names it or an earlier launch made it
+  (``made_dir`` keeps one empty file per account made): a claim that happens to equal
+  the name of another account of the machine (a staff member's, a service's) must not
+  open it;
 - the launch is recorded for the grader (launches.py) in the course's
   ``lti/launches/<student>.json``: the student's ``sub`` and the AGS endpoints;
 - ``/hub/lti13/jwks`` serves the tool's public key (``tool_key_file``), which the LMS
@@ -104,6 +108,10 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         help="the plan's instructors: their launches need an LMS teaching role",
     )
     no_login = Set(Unicode(), config=True, help="users nobody logs in as (the graders)")
+    plan_users = Set(Unicode(), config=True, help="the plan's people: their accounts exist")
+    made_dir = Unicode(
+        "", config=True, help="a folder (root's) of one file per unix user a launch made"
+    )
 
     @default("username_key")
     def _username_key(self):
@@ -169,12 +177,20 @@ class CourseLTI13Authenticator(LTI13Authenticator):
             handler.lti_group = f"nbgrader-{course}"
         return {"name": name}
 
+    def may_open(self, name: str) -> bool:
+        """Whether a launch may log in to the existing account ``name`` (module doc)."""
+        made = bool(self.made_dir) and (Path(self.made_dir) / name).is_file()
+        return name in self.plan_users or made
+
     async def make_unix_user(self, name: str) -> None:
         try:
             pwd.getpwnam(name)
-            return
         except KeyError:
             pass
+        else:
+            if not self.may_open(name):
+                raise HTTPError(403, f"{name} is an account of this machine that no launch made")
+            return
         cmd = ["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name]
         proc = await asyncio.create_subprocess_exec(
             *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
@@ -183,3 +199,6 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         if proc.returncode != 0:
             self.log.error("useradd %s: %s", name, err.decode(errors="replace").strip())
             raise HTTPError(500, f"could not make the unix user {name}")
+        if self.made_dir:
+            Path(self.made_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+            (Path(self.made_dir) / name).touch()
