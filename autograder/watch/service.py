@@ -3,7 +3,8 @@ where students look, with nobody at the keyboard.
 
 One cycle (``Watcher.cycle``), every ``c.Watch.interval`` seconds:
 
-1. Look at nbgrader's exchange (``<root>/<course>/inbound``) and the inbox (inbound.py).
+1. Look at nbgrader's exchange (``<root>/<course>/inbound``), the inbox (inbound.py) and
+   ngshare (ngshare.py, ``c.Watch.ngshare_url``).
    Each new arrival is checked; a refused one gets a line in the log and in
    ``watch/refused.jsonl``, once (looked at again only if its folder changes); a taken
    one is copied into ``watch/archive/`` (regular files, within bounds: tree.py) and
@@ -47,6 +48,7 @@ from ..course import Course, open_course
 from ..errors import ExitCode, GraderError
 from ..intake.discovery import folder_digest
 from ..kernel import limits as oslimits
+from ..ngshare.client import NgshareError, Unreachable
 from ..record import GradingRecord
 from ..schedule import Schedule
 from . import early, inbound
@@ -94,6 +96,7 @@ class Watcher:
         self.exchange = self.settings.exchange_root(self.course.config)
         inbox = Path(self.settings.inbox)
         self.inbox = inbox if inbox.is_absolute() else self.course.root / inbox
+        self.ngshare = self.settings.ngshare(self.course.course_id, self.folder / "ngshare")
         self.jobs, self.limits, self.scheduler = jobs, limits, scheduler
         self.stream = stream or sys.stdout
         self.known = known_keys(self.folder)
@@ -145,6 +148,35 @@ class Watcher:
         arrivals = inbound.scan(self.inbound, "exchange", self.known) + inbound.scan(
             self.inbox, "inbox", self.known
         )
+        try:
+            self._take_each(arrivals + self._from_ngshare(report), report)
+        finally:
+            if self.ngshare is not None:
+                self.ngshare.clear()
+
+    def _from_ngshare(self, report: CycleReport) -> list[inbound.Arrival]:
+        """New submissions in ngshare, fetched and checked (watch/ngshare.py); one that
+        cannot be believed is refused, one ngshare cannot give now is asked for again."""
+        if self.ngshare is None:
+            return []
+        now = time.time()
+        try:
+            remotes = self.ngshare.listing(self.known)
+        except NgshareError as exc:
+            report.failures.append(f"ngshare: {exc}")
+            self.log(f"ngshare cannot be read, trying again in the next cycle: {exc}")
+            return []
+        arrivals = []
+        for remote in remotes:
+            try:
+                arrivals.append(self.ngshare.fetch(remote, self.settings.bounds, now))
+            except Unreachable as exc:
+                self.log(f"{remote.key} cannot be fetched now, trying again: {exc}")
+            except NgshareError as exc:
+                self._refuse(remote.key, str(exc), report)
+        return arrivals
+
+    def _take_each(self, arrivals: list[inbound.Arrival], report: CycleReport) -> None:
         for arrival in sorted(arrivals, key=lambda a: (a.submitted, a.key)):
             if arrival.key in self.known:
                 continue
@@ -372,10 +404,14 @@ class Watcher:
             for student, history, entry in mine:
                 try:
                     self._pages(student, assignment, history, entry, level)
+                    folder = self.course.feedback / student / assignment
                     if entry.source == "exchange" and self.exchange is not None:
-                        folder = self.course.feedback / student / assignment
                         kept = self.folder / entry.kept
                         self._release(student, assignment, folder, kept, report)
+                    elif entry.source == "ngshare" and self.ngshare is not None:
+                        self.ngshare.release(entry.key, folder)
+                        report.released.append(f"{student}/{assignment}")
+                        self.log(f"feedback released to {student} for {assignment} in ngshare")
                 except Exception as exc:  # that student's pages only
                     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
                     report.failures.append(f"{student}/{assignment}: feedback failed: {why}")
@@ -507,6 +543,7 @@ def watch(
     """Run the watcher until SIGTERM or Ctrl-C (``once``: until nothing is left to do)."""
     watcher = Watcher(root, db_url=db_url, jobs=jobs, limits=limits, stream=stream)
     where = [str(p) for p in (watcher.inbound, watcher.inbox) if p is not None]
+    where += [watcher.settings.ngshare_url] if watcher.ngshare is not None else []
     watcher.log(
         f"watching {' and '.join(where)} every {watcher.settings.interval:g} s "
         f"(policy: {watcher.settings.policy}; course {watcher.course.root})"
