@@ -18,7 +18,9 @@ Assignments tab, ``nbgrader list``, ``fetch_assignment``, ``submit`` and
 
 (``configure``, below, sets them.) The token is the server's JUPYTERHUB_API_TOKEN. A
 submission's cache folder keeps ngshare's own time of it (``ngshare_timestamp.txt``),
-by which its feedback is asked for. Collecting is the watcher's (watch/ngshare.py).
+by which its feedback is asked for, as the Hub user (JUPYTERHUB_USER) who sent it:
+ngshare records the token's user, whatever ``--student`` named the cache. Collecting
+is the watcher's (watch/ngshare.py).
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ class Ngshare(LoggingConfigurable):
         cache = os.path.join(self.cache, course)
         for path in sorted(glob.glob(os.path.join(cache, f"*+{glob.escape(assignment)}+*"))):
             when, secret = _read(path, NGSHARE_STAMP), _read(path, "submission_secret.txt")
-            student, assignment_id = os.path.basename(path).split("+")[:2]
+            named, assignment_id = os.path.basename(path).split("+")[:2]
+            student = os.environ.get("JUPYTERHUB_USER") or named  # who ngshare knows
             if not when or not secret:
                 continue
             try:
