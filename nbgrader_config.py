@@ -142,3 +142,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # "Assignment: <name> (Real)" for Moodle). For example, existing assignments:
 # c.LMS.canvas_columns = {"01_value": "Lesson 1: The Value node (4401)"}  # as Canvas exports it
 # c.LMS.moodle_columns = {"01_value": "Assignment: Lesson 1"}  # as Moodle's import lists it
+
+# On a JupyterHub (`python -m autograder hub`), this folder is one course of the hub's plan:
+# nbgrader_config_hub.py, written by the hub, sets its course id and its exchange last.
+load_subconfig("nbgrader_config_hub.py")  # noqa: F821 (nothing when the file is absent)

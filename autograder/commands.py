@@ -216,6 +216,13 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 @_guard
+def _hub(args: argparse.Namespace) -> int:
+    from .hub.launch import hub
+
+    return hub(args.plan)
+
+
+@_guard
 def _demo(args: argparse.Namespace) -> int:
     from .demo import demo
 
@@ -314,6 +321,17 @@ def add_grading_commands(sub) -> None:
     )
     _common(p)
     p.set_defaults(run=_watch)
+
+    p = sub.add_parser(
+        "hub",
+        help="run the course's JupyterHub: courses, students, formgrader, watch (as root)",
+        description="Check the hub's plan (TOML: autograder/hub/example-hub.toml), prepare "
+        "each course's folder and exchange, then run JupyterHub in the foreground: students "
+        "fetch, validate and submit in the Assignments tab, each course's watch service "
+        "grades on submit, instructors grade in their course's formgrader. Ctrl-C stops it.",
+    )
+    p.add_argument("--plan", required=True, metavar="FILE", help="the hub's plan (TOML)")
+    p.set_defaults(run=_hub)
 
     p = sub.add_parser(
         "grade",

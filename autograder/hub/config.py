@@ -1,0 +1,219 @@
+"""JupyterHub's configuration from a plan: ``configure(c, plan)``.
+
+- JupyterHub on ``plan.ip``/``plan.port`` behind the Python configurable-http-proxy, its
+  own API and the proxy's on free ports of 127.0.0.1; its files in the plan's state folder.
+- Users log in with the plan's authenticator kind (kinds.AUTHENTICATORS); only the plan's
+  users may. Each gets a server started as their own unix user (LocalProcessSpawner),
+  opening on the course's start page (START-HERE.md, copied into ``~/<course>/``).
+- Groups, as nbgrader's "multiple courses" docs name them: ``nbgrader-<course>``
+  (its students and instructors: whose assignments they see) and ``formgrade-<course>``
+  (its instructors: who may open its formgrader). Roles grant exactly that.
+- Per course, two managed services run as its grader account in its folder: ``<course>``,
+  the formgrader (a Jupyter server, as nbgrader's docs run it), and ``watch-<course>``,
+  ``python -m autograder watch`` (grading on submit).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..watch.deploy.jupyterhub_service import watch_service
+from . import kinds, runas, settings
+from .plan import Course, Plan
+
+START_PAGE = Path("source") / ".shared" / "START-HERE.md"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def python_of(plan: Plan) -> str:
+    return plan.python or sys.executable
+
+
+def bin_path(plan: Plan) -> str:
+    """PATH with the course environment's bin/ first (nbgrader runs `alembic` from it)."""
+    bindir = str(Path(python_of(plan)).parent)
+    return os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def as_user(plan: Plan, user: str, entry: dict) -> dict:
+    """A managed service ``entry`` run as ``user``: by JupyterHub itself, or through
+    runas.prefix when the user cannot reach the interpreter."""
+    if runas.cover(python_of(plan)) is None:
+        return {**entry, "user": user}
+    return {**entry, "command": [*runas.prefix(user, python_of(plan)), *entry["command"]]}
+
+
+def formgrader_service(plan: Plan, course: Course) -> dict:
+    singleuser = str(Path(python_of(plan)).parent / "jupyterhub-singleuser")
+    entry = {
+        "name": course.id,
+        "url": f"http://127.0.0.1:{free_port()}",
+        "command": [singleuser, f"--ServerApp.root_dir={course.folder}"],
+        "cwd": str(course.folder),
+        "environment": {
+            "PATH": bin_path(plan),
+            "JUPYTER_CONFIG_PATH": str(settings.folder(plan, "grader")),
+            "JUPYTERHUB_DEFAULT_URL": "/lab",
+            "PYTHONUNBUFFERED": "1",
+        },
+        "oauth_no_confirm": True,
+    }
+    return as_user(plan, course.grader, entry)
+
+
+def course_services(plan: Plan, course: Course) -> list[dict]:
+    watch = watch_service(str(course.folder), course.grader, python_of(plan), f"watch-{course.id}")
+    return [formgrader_service(plan, course), as_user(plan, course.grader, watch)]
+
+
+def groups_and_roles(plan: Plan) -> tuple[dict, list[dict]]:
+    groups: dict[str, list[str]] = {}
+    roles: list[dict] = [{"name": "server", "scopes": ["inherit"]}]
+    for course in plan.courses:
+        groups[f"nbgrader-{course.id}"] = sorted(course.members)
+        groups[f"formgrade-{course.id}"] = sorted(course.instructors)
+        roles.append(
+            {
+                "name": f"formgrade-{course.id}",
+                "groups": [f"formgrade-{course.id}"],
+                "scopes": [f"access:services!service={course.id}"],
+            }
+        )
+        roles.append(
+            {
+                "name": f"nbgrader-{course.id}",
+                "groups": [f"nbgrader-{course.id}"],
+                # the course list finds the course's formgrader among the services
+                "scopes": ["list:services", f"read:services!service={course.id}"],
+            }
+        )
+    return groups, roles
+
+
+def _open_below(parent: int, name: str, uid: int, gid: int) -> int:
+    """The folder ``name`` in the folder ``parent`` (a descriptor), made for the user if
+    missing; never through a link (the user owns their HOME)."""
+    try:
+        os.mkdir(name, 0o755, dir_fd=parent)
+        os.chown(name, uid, gid, dir_fd=parent, follow_symlinks=False)
+    except FileExistsError:
+        pass
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+
+
+def place_start_page(user: str, course: Course) -> None:
+    """The course's START-HERE.md into ``~user/<course>/`` (where nbgrader fetches its
+    assignments), unless one is there: its links then reach the fetched lessons."""
+    entry = pwd.getpwnam(user)
+    source = course.folder / START_PAGE
+    home = os.open(entry.pw_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        inner = _open_below(home, course.id, entry.pw_uid, entry.pw_gid)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(START_PAGE.name, flags, 0o644, dir_fd=inner)
+        except FileExistsError:
+            return
+        finally:
+            os.close(inner)
+        with os.fdopen(fd, "wb") as out:
+            os.fchown(out.fileno(), entry.pw_uid, entry.pw_gid)
+            out.write(source.read_bytes())
+    finally:
+        os.close(home)
+
+
+def pre_spawn_hook(plan: Plan):
+    def hook(spawner: Any) -> None:
+        user = spawner.user.name
+        courses = plan.courses_of(user)
+        for course in courses:
+            place_start_page(user, course)
+        spawner.environment["JUPYTER_CONFIG_PATH"] = str(settings.user_folder(plan, user))
+        if courses:
+            spawner.default_url = f"/lab/tree/{courses[0].id}/{START_PAGE.name}"
+
+    return hook
+
+
+def spawner_class(plan: Plan):
+    """LocalProcessSpawner; through runas.prefix when users cannot reach the interpreter
+    (root then starts the server, which runs as the user from its first instruction)."""
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    python = python_of(plan)
+    if runas.cover(python) is None:
+        return LocalProcessSpawner
+
+    class CoveredSpawner(LocalProcessSpawner):
+        def make_preexec_fn(self, name):
+            return None
+
+        async def start(self):
+            saved = self.cmd
+            self.cmd = [*runas.prefix(self.user.name, python), *saved]
+            try:
+                return await super().start()
+            finally:
+                self.cmd = saved
+
+    return CoveredSpawner
+
+
+def configure(c: Any, plan: Plan) -> None:
+    """Everything JupyterHub needs for ``plan`` (the plan is checked already)."""
+    state = plan.state
+    bindir = Path(python_of(plan)).parent
+    c.JupyterHub.ip = plan.ip
+    c.JupyterHub.port = plan.port
+    c.JupyterHub.hub_ip = "127.0.0.1"
+    c.JupyterHub.hub_port = free_port()
+    c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+    c.ConfigurableHTTPProxy.command = [str(bindir / "configurable-http-proxy")]
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{free_port()}"
+    c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
+
+    kinds.AUTHENTICATORS[plan.authenticator].configure(c, plan)
+    c.Authenticator.allowed_users = plan.users()
+    c.Authenticator.admin_users = set(plan.admins)
+
+    c.JupyterHub.spawner_class = spawner_class(plan)
+    c.Spawner.cmd = [str(bindir / "jupyterhub-singleuser")]
+    c.Spawner.start_timeout = plan.start_timeout
+    c.Spawner.http_timeout = plan.start_timeout
+    c.Spawner.environment = {"PATH": bin_path(plan), "PYTHONUNBUFFERED": "1"}
+    c.Spawner.pre_spawn_hook = pre_spawn_hook(plan)
+
+    groups, roles = groups_and_roles(plan)
+    c.JupyterHub.load_groups = groups
+    c.JupyterHub.load_roles = roles
+    services = [s for course in plan.courses for s in course_services(plan, course)]
+    c.JupyterHub.services = services + [extra_service(s) for s in plan.services]
+    for course in plan.courses:
+        kinds.EXCHANGES[course.exchange].configure(c, plan, course)
+
+
+def extra_service(service) -> dict:
+    entry: dict[str, Any] = {"name": service.name}
+    if service.url:
+        entry["url"] = service.url
+    if service.command:
+        entry["command"] = list(service.command)
+    if service.user:
+        entry["user"] = service.user
+    if service.api_token_file:
+        entry["api_token"] = Path(service.api_token_file).read_text().strip()
+    elif service.api_token_env:
+        entry["api_token"] = os.environ[service.api_token_env]
+    return {**entry, **service.options}

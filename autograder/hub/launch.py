@@ -1,0 +1,69 @@
+"""``python -m autograder hub --plan FILE``: check the plan, prepare the folders, then run
+JupyterHub (``jupyterhub -f autograder/hub/jupyterhub_config.py``) in the foreground.
+
+Preparing, as root: the settings folders of the servers (settings.py), each course's
+``nbgrader_config_hub.py`` (its course id and exchange, which the course's
+nbgrader_config.py loads last: every nbgrader command in the folder, the formgrader and
+``watch`` read them), and each course's exchange folders (kinds.EXCHANGES).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+from pathlib import Path
+
+from . import kinds, settings
+from .plan import Course, Plan, PlanError, checked
+
+CONFIG = Path(__file__).resolve().parent / "jupyterhub_config.py"
+COURSE_SETTINGS = "nbgrader_config_hub.py"  # loaded by nbgrader_config.py when present
+PLAN_VARIABLE = "AUTOGRADER_HUB_PLAN"
+
+
+def course_settings(plan: Plan, course: Course) -> str:
+    lines = [
+        f"# Written by `python -m autograder hub --plan {plan.path}`: this folder as course",
+        f"# {course.id!r} on the hub. nbgrader_config.py loads it last; do not edit.",
+        f"c.CourseDirectory.course_id = {course.id!r}",
+        kinds.EXCHANGES[course.exchange].course_settings(plan, course),
+    ]
+    return "\n".join(lines)
+
+
+def write_course_settings(plan: Plan, course: Course) -> Path:
+    path = course.folder / COURSE_SETTINGS
+    path.unlink(missing_ok=True)
+    path.write_text(course_settings(plan, course), encoding="utf-8")
+    user = pwd.getpwnam(course.grader)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    path.chmod(0o644)
+    return path
+
+
+def prepare(plan: Plan) -> None:
+    settings.write_all(plan)
+    for course in plan.courses:
+        write_course_settings(plan, course)
+        kinds.EXCHANGES[course.exchange].prepare(plan, course)
+
+
+def command(plan: Plan) -> list[str]:
+    jupyterhub = Path(plan.python or sys.executable).parent / "jupyterhub"
+    return [str(jupyterhub), "-f", str(CONFIG)]
+
+
+def hub(plan_path: str) -> int:
+    """Check and prepare, then replace this process with JupyterHub (Ctrl-C stops it)."""
+    plan = checked(plan_path)
+    if os.geteuid() != 0:
+        raise PlanError("the hub starts servers as its users: run it as root")
+    prepare(plan)
+    env = {**os.environ, PLAN_VARIABLE: str(plan.path)}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    os.chdir(plan.state)
+    print(f"hub: http://{plan.ip}:{plan.port}/ ({len(plan.courses)} courses)", flush=True)
+    argv = command(plan)
+    os.execve(argv[0], argv, env)
+    return 0  # not reached
