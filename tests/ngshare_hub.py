@@ -1,12 +1,15 @@
-"""A real JupyterHub on 127.0.0.1 (free ports) with ngshare as its managed service
-(autograder/ngshare/hub.py), for tests: users' API tokens come from the Hub's API (an
-admin service of the test's own), as a user's server gets one; the grader is ngshare's
-admin and the course's instructor there. Stopped (its whole process group) and its
-folder removed at the end, whether the test passed or failed.
+"""A real JupyterHub on 127.0.0.1 (free ports) with ngshare as its managed service, set as
+``python -m autograder hub`` sets a course whose exchange is "ngshare" (the plan's kind,
+autograder/hub/ngshare.py: its ``configure`` gives the service entry, its ``prepare``
+the exchange classes' copy in ``<state>/python``). The course's services are here too,
+by the names the launcher gives them (``<course>``, the formgrader, and
+``watch-<course>``), with tokens the test knows; users' API tokens come from the Hub's
+API (an admin service of the test's own), as a user's server gets one. Stopped (its
+whole process group) at the end, whether the test passed or failed.
 
-    with NgshareHub(folder, grader="ns-grader-1a2b3c", users=[...]) as hub:
+    with NgshareHub(folder, course_id, students=[...]) as hub:
         token = hub.token("ns-ada-...")
-        hub.enrol("autograd-from-scratch", students=[...])
+        hub.service_tokens[f"watch-{course_id}"]
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -26,7 +28,9 @@ from pathlib import Path
 
 from helpers import VENV_BIN
 
-from autograder.ngshare import hub as ngshare_hub
+from autograder.hub import kinds
+from autograder.hub.ngshare import python_folder, url
+from autograder.hub.plan import Plan, from_dict
 from autograder.ngshare.client import Client
 
 START = 240  # seconds for the Hub and ngshare to answer, on two busy cores
@@ -40,19 +44,46 @@ def free_port() -> int:
 
 
 class NgshareHub:
-    def __init__(self, folder: Path, grader: str, users: list[str]):
-        self.folder, self.grader, self.users = folder, grader, users
+    def __init__(self, folder: Path, course: str, students: list[str]):
+        self.folder, self.course = folder, course
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.ngshare_url = ngshare_hub.url(self.url)
+        self.plan: Plan = from_dict(
+            {
+                "hub": {"ip": "127.0.0.1", "port": self.port, "state": str(folder)},
+                "authenticator": {"kind": "dummy"},
+                "courses": [
+                    {
+                        "id": course,
+                        "folder": str(folder / "course"),
+                        "grader": "nobody",
+                        "students": students,
+                        "exchange": "ngshare",
+                    }
+                ],
+            },
+            folder / "hub.toml",
+        )
+        self.ngshare_url = url(self.plan)
+        self.python_path = python_folder(self.plan)
         self.admin_token = secrets.token_hex(32)
+        names = (course, f"watch-{course}")
+        self.service_tokens = {name: secrets.token_hex(32) for name in names}
         self.proc: subprocess.Popen | None = None
         self.log = folder / "jupyterhub.log"
 
     def config(self) -> str:
-        ngshare = ngshare_hub.service(
-            free_port(), self.folder / "ngshare", sys.executable, [self.grader]
-        )
+        from traitlets.config import Config
+
+        (course,) = self.plan.courses
+        kind = kinds.EXCHANGES[course.exchange]
+        kind.prepare(self.plan, course)
+        c = Config()
+        c.JupyterHub.services = [
+            {"name": name, "api_token": token} for name, token in self.service_tokens.items()
+        ]
+        c.Spawner.environment = {}
+        kind.configure(c, self.plan, course)
         admin = {"name": ADMIN, "api_token": self.admin_token}
         role = {"name": ADMIN, "scopes": ["admin:users", "tokens"], "services": [ADMIN]}
         state = self.folder
@@ -66,8 +97,8 @@ class NgshareHub:
                 f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'",
                 f"c.ConfigurableHTTPProxy.pid_file = '{state / 'proxy.pid'}'",
                 "c.JupyterHub.authenticator_class = 'dummy'",
-                f"c.Authenticator.allowed_users = {set([self.grader, *self.users])!r}",
-                f"c.JupyterHub.services = {json.dumps([ngshare, admin])}",
+                f"c.Authenticator.allowed_users = {self.plan.users()!r}",
+                f"c.JupyterHub.services = {json.dumps([*c.JupyterHub.services, admin])}",
                 f"c.JupyterHub.load_roles = {json.dumps([role])}",
             ]
         )
@@ -76,7 +107,6 @@ class NgshareHub:
         (self.folder / "ngshare").mkdir(parents=True, exist_ok=True)
         (self.folder / "jupyterhub_config.py").write_text(self.config())
         env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
-        env["PYTHONPATH"] = os.pathsep.join([str(Path.cwd()), env.get("PYTHONPATH", "")])
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 [f"{VENV_BIN}/jupyterhub", "-f", str(self.folder / "jupyterhub_config.py")],
@@ -139,4 +169,6 @@ class NgshareHub:
             return json.loads(r.read())["token"]
 
     def client(self, user: str) -> Client:
-        return Client(self.ngshare_url, self.token(user))
+        """ngshare as ``user`` (a Hub user, or one of the course's services)."""
+        token = self.service_tokens.get(user) or self.token(user)
+        return Client(self.ngshare_url, token)

@@ -1,9 +1,10 @@
 """Grading on submit with ngshare on a real JupyterHub (issue 43): the Hub and ngshare, its
 managed service, on 127.0.0.1 (tests/ngshare_hub.py); students are real unix users
 (tests/exchange.py) running the real nbgrader with the course's exchange classes
-(autograder/ngshare/exchange.py) and their own Hub API tokens; the grader releases with
-``nbgrader release_assignment``; ``python -m autograder watch`` runs as a service with the
-grader's token, grades what arrives in ngshare and gives the feedback back through it.
+(autograder/ngshare/exchange.py) and their own Hub API tokens; the course's formgrader service
+releases with ``nbgrader release_assignment``; ``python -m autograder watch`` runs with
+the token of the course's watch service, grades what arrives in ngshare and gives the
+feedback back through it. The settings are the hub's (autograder/hub/ngshare.py).
 Attacks go straight to ngshare's API with a student's token: what ngshare lets through,
 the watcher refuses with a note, losing nothing and stopping nothing."""
 
@@ -23,10 +24,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from exchange import StudentUser, StudentUsers, course_id, need_student_users, shared_tmp
-from helpers import ROOT, SOLUTIONS, ScratchCourse, course_env, mutate, notebook_path, read
+from helpers import SOLUTIONS, ScratchCourse, course_env, mutate, notebook_path, read
 from ngshare_hub import NgshareHub
 
-from autograder.ngshare import hub as ngshare_hub
+from autograder.hub import ngshare as ngshare_kind
+from autograder.ngshare import service as ngshare_service
 from autograder.ngshare.client import NgshareError
 
 pytestmark = [pytest.mark.hub, pytest.mark.slow, pytest.mark.xdist_group("ngshare_hub")]
@@ -39,7 +41,6 @@ ADD_BUG = ("self.grad += 1.0 * out.grad", "self.grad = 1.0 * out.grad")
 @dataclass
 class World:
     hub: NgshareHub
-    grader: str
     ada: StudentUser
     bob: StudentUser
     eve: StudentUser
@@ -50,54 +51,52 @@ class World:
 def world():
     need_student_users()
     with shared_tmp("ns-") as folder, StudentUsers(folder / "home", None, prefix="ns-") as users:
-        grader = users.make("grader")
         students = [users.make(label) for label in ("ada", "bob", "eve", "mallory")]
         names = [s.name for s in students]
-        with NgshareHub(folder / "hub", grader.name, names) as hub:
-            ngshare_hub.enrol(hub.client(grader.name), course_id(), [grader.name], names)
+        with NgshareHub(folder / "hub", course_id(), names) as hub:
+            # as the course's watcher does when it starts (it is ngshare's admin): before
+            # it starts here, so that the attacks can be sent first
+            (course,) = hub.plan.courses
+            admin = hub.client(f"watch-{course.id}")
+            ngshare_service.enrol(admin, course.id, ngshare_kind.instructors(course), names)
             for student in students:
                 as_student(hub, student)
-            yield World(hub, grader.name, *students)
+            yield World(hub, *students)
 
 
 def as_student(hub: NgshareHub, student: StudentUser) -> None:
-    """What a student's server has: a Hub token, ngshare's address, the course's
-    nbgrader_config.py (the exchange classes, the course id) in their home."""
+    """What a student's server on the hub has: a Hub token of their own, the exchange
+    classes importable from the hub's copy, the kind's nbgrader settings (and here the
+    course id, for the command line)."""
     student.env = (
         f"JUPYTERHUB_API_TOKEN={hub.token(student.name)}",
         f"JUPYTERHUB_USER={student.name}",
-        f"NGSHARE_URL={hub.ngshare_url}",
-        f"PYTHONPATH={ROOT}",
+        f"PYTHONPATH={hub.python_path}",
     )
-    config = (
-        "c = get_config()  # noqa: F821\n"
-        "from autograder.ngshare.exchange import configure\n"
-        "configure(c)\n"
-        f"c.CourseDirectory.course_id = {course_id()!r}\n"
-    )
-    student.run(
-        "sh", "-c", 'cat > "$1"', "sh", str(student.home / "nbgrader_config.py"), input=config
-    )
+    (course,) = hub.plan.courses
+    settings = ngshare_kind.user_settings(hub.plan, [course])
+    settings["CourseDirectory"] = {"course_id": course.id}
+    path = str(student.home / "nbgrader_config.json")
+    student.run("sh", "-c", 'cat > "$1"', "sh", path, input=json.dumps(settings))
 
 
-def grader_course(path: Path, world: World) -> tuple[ScratchCourse, dict[str, str]]:
-    """The course folder, set for ngshare, and the grader's environment (their token)."""
+def grader_course(path: Path, world: World) -> tuple[ScratchCourse, dict, dict]:
+    """The course folder with the settings the hub writes for it (nbgrader_config_hub.py),
+    and the environments of its two services: the formgrader's (releases) and the
+    watcher's, each with its Hub token."""
     course = ScratchCourse(path, [A])
-    url = world.hub.ngshare_url
+    (planned,) = world.hub.plan.courses
     with (path / "nbgrader_config.py").open("a") as fh:
-        fh.write(
-            "\nfrom autograder.ngshare.exchange import configure\n"
-            f"configure(c, {url!r})\n"
-            f"c.Watch.ngshare_url = {url!r}\n"
-            "c.Watch.exchange = 'off'\n"
-            "c.Watch.max_bytes = 2 * 1024**2\n"
-            "c.Watch.interval = 2\n"
+        fh.write("\n" + ngshare_kind.course_settings(world.hub.plan, planned))
+        fh.write("c.Watch.max_bytes = 2 * 1024**2\nc.Watch.interval = 2\n")
+    envs = [
+        course_env(
+            JUPYTERHUB_API_TOKEN=world.hub.service_tokens[name],
+            JUPYTER_DATA_DIR=str(path.parent / f"{name}-data"),
         )
-    env = course_env(
-        JUPYTERHUB_API_TOKEN=world.hub.token(world.grader),
-        JUPYTER_DATA_DIR=str(path.parent / "grader-data"),
-    )
-    return course, env
+        for name in (planned.id, f"watch-{planned.id}")
+    ]
+    return course, *envs
 
 
 def nbgrader(course: ScratchCourse, env: dict[str, str], *args: str) -> str:
@@ -115,7 +114,7 @@ def nbgrader(course: ScratchCourse, env: dict[str, str], *args: str) -> str:
 
 def submit(student: StudentUser, nb: nbformat.NotebookNode, *flags: str) -> float:
     student.run("nbgrader", "fetch_assignment", A)
-    path = notebook_path(student.home, A)
+    path = notebook_path(student.home / course_id(), A)  # c.Exchange.path_includes_course
     student.run("sh", "-c", 'cat > "$1"', "sh", str(path), input=nbformat.writes(nb))
     student.run("nbgrader", "submit", A, *flags)
     return time.monotonic()
@@ -124,7 +123,9 @@ def submit(student: StudentUser, nb: nbformat.NotebookNode, *flags: str) -> floa
 def pages(student: StudentUser) -> tuple[list[Path], str]:
     """fetch_feedback: the pages it fetched, and what it said."""
     said = student.run("nbgrader", "fetch_feedback", A)
-    return sorted((student.home / A / "feedback").rglob("*.html")), said.stderr[-2000:]
+    return sorted((student.home / course_id() / A / "feedback").rglob("*.html")), said.stderr[
+        -2000:
+    ]
 
 
 def pages_within(student: StudentUser, since: float, watcher: subprocess.Popen, log: Path):
@@ -178,10 +179,10 @@ def watching(course: ScratchCourse, env: dict[str, str], log: Path):
 
 
 def test_what_ngshare_lets_through_the_watcher_refuses_with_a_note(world, tmp_path):
-    course, env = grader_course(tmp_path / "course", world)
+    course, formgrader, watch = grader_course(tmp_path / "course", world)
     course.release(A)
-    nbgrader(course, env, "release_assignment", A)
-    grader = world.hub.client(world.grader)
+    nbgrader(course, formgrader, "release_assignment", A)
+    grader = world.hub.client(course_id())  # the formgrader's identity: an instructor
     grader.post(f"assignment/{course_id()}/99_unknown", files=files("x.ipynb", b"{}"))
     mallory = world.hub.client(world.mallory.name)
     big = os.urandom(3 * 1024**2)
@@ -199,7 +200,7 @@ def test_what_ngshare_lets_through_the_watcher_refuses_with_a_note(world, tmp_pa
     with pytest.raises(NgshareError, match="403"):  # another's submissions: instructors only
         mallory.get(f"submissions/{course_id()}/{A}")
     log = tmp_path / "watch.log"
-    with watching(course, env, log) as watcher:
+    with watching(course, watch, log) as watcher:
         deadline = time.monotonic() + 120
         while len(refused(course)) < 3 and time.monotonic() < deadline:
             assert watcher.poll() is None, log.read_text()[-3000:]
@@ -221,15 +222,15 @@ def test_what_ngshare_lets_through_the_watcher_refuses_with_a_note(world, tmp_pa
 
 
 def test_students_submit_through_ngshare_and_fetch_the_watchers_feedback(world, tmp_path):
-    course, env = grader_course(tmp_path / "course", world)
+    course, formgrader, watch = grader_course(tmp_path / "course", world)
     course.release(A)
     # again, as a course does after a fix: ngshare drops the release and its submissions
-    assert "Released to ngshare" in nbgrader(course, env, "release_assignment", A, "--force")
+    assert "Released to ngshare" in nbgrader(course, formgrader, "release_assignment", A, "--force")
     listed = world.ada.run("nbgrader", "list")
     assert f"{course_id()} {A}" in listed.stdout + listed.stderr
     solved = read(SOLUTIONS, A)
     log = tmp_path / "watch.log"
-    with watching(course, env, log) as watcher:
+    with watching(course, watch, log) as watcher:
         ada_sent = submit(world.ada, solved)
         submit(world.bob, mutate(solved, *ADD_BUG))
         submit(world.eve, solved, f"--student={world.ada.name}")  # in ada's name

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import auth, filesystem
+from . import auth, filesystem, ngshare
 
 
 def _no_problems(*_: Any) -> list[str]:
@@ -60,5 +60,11 @@ EXCHANGES: dict[str, ExchangeKind] = {
         course_settings=filesystem.course_settings,
         prepare=filesystem.prepare,
         check=filesystem.check,
+    ),
+    "ngshare": ExchangeKind(
+        user_settings=ngshare.user_settings,
+        course_settings=ngshare.course_settings,
+        prepare=ngshare.prepare,
+        configure=ngshare.configure,
     ),
 }

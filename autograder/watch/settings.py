@@ -43,6 +43,11 @@ class Watch(Configurable):
         "http://127.0.0.1:8000/services/ngshare/, with the grader's JupyterHub API token "
         "in JUPYTERHUB_API_TOKEN (a hub service has its own there); '': no ngshare",
     ).tag(config=True)
+    ngshare_course = Dict(
+        {},
+        help='{"instructors": [...], "students": [...]}: hub users the course has in ngshare, '
+        "made or completed by the watcher (an ngshare admin) before it takes submissions",
+    ).tag(config=True)
     inbox = Unicode(
         "inbox",
         help="a folder of submissions for courses without the exchange, relative to the "
@@ -118,4 +123,9 @@ class Watch(Configurable):
         from ..ngshare.client import Client
         from .ngshare import NgshareSource
 
-        return NgshareSource(Client(self.ngshare_url, token), course_id, folder)
+        course = self.ngshare_course
+        if set(course) - {"instructors", "students"}:
+            raise WatchError("c.Watch.ngshare_course: only 'instructors' and 'students'")
+        enrol = (list(course.get("instructors", [])), list(course.get("students", [])))
+        client = Client(self.ngshare_url, token)
+        return NgshareSource(client, course_id, folder, enrol if course else None)

@@ -1,5 +1,5 @@
 """ngshare on a JupyterHub: the managed service entry (``service``), the course in it with
-its instructors and students (``enrol``), and ``python -m autograder.ngshare.hub``, which
+its instructors and students (``enrol``), and ``python -m autograder.ngshare.service``, which
 runs ngshare bound to its service URL's address only (ngshare's own ``main`` binds every
 interface: on one machine, 127.0.0.1 is all the Hub's proxy needs), with SQLAlchemy 2:
 ngshare 0.6.0 makes a release and a submission by linking them to their course or
@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from .client import Client, NgshareError
 
 NAME = "ngshare"
+CHECKOUT = Path(__file__).resolve().parent.parent.parent  # where autograder/ is
 
 
 def service(port: int, folder: Path, python: str, admins: list[str], host="127.0.0.1") -> dict:
@@ -30,7 +31,7 @@ def service(port: int, folder: Path, python: str, admins: list[str], host="127.0
         "command": [
             python,
             "-m",
-            "autograder.ngshare.hub",
+            "autograder.ngshare.service",
             "--admins",
             ",".join(admins),
             "--database",
@@ -39,7 +40,8 @@ def service(port: int, folder: Path, python: str, admins: list[str], host="127.0
             f"{folder / 'files'}/",
         ],
         "cwd": str(folder),
-        "environment": {"PATH": path, "PYTHONUNBUFFERED": "1"},
+        # the checkout running the hub: root's, like ngshare (its own folder is its cwd)
+        "environment": {"PATH": path, "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": "1"},
     }
 
 
