@@ -43,6 +43,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """``argv`` in a session of its own (``stop`` ends all of it), its output into ``log``."""
+    with log.open("w") as out:
+        return subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(proc: subprocess.Popen, wait: float = 60) -> None:
+    """SIGTERM to ``proc``'s whole process group (started with start_new_session), then
+    SIGKILL to what is left of it after ``wait`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(wait)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
 class NgshareHub:
     def __init__(self, folder: Path, course: str, students: list[str]):
         self.folder, self.course = folder, course
@@ -107,15 +127,8 @@ class NgshareHub:
         (self.folder / "ngshare").mkdir(parents=True, exist_ok=True)
         (self.folder / "jupyterhub_config.py").write_text(self.config())
         env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
-        with self.log.open("w") as log:
-            self.proc = subprocess.Popen(
-                [f"{VENV_BIN}/jupyterhub", "-f", str(self.folder / "jupyterhub_config.py")],
-                cwd=self.folder,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        config = str(self.folder / "jupyterhub_config.py")
+        self.proc = start([f"{VENV_BIN}/jupyterhub", "-f", config], self.folder, env, self.log)
         try:
             self._wait(f"{self.url}/hub/api/", "the Hub")
             self._wait(f"{self.ngshare_url}healthz", "ngshare")
@@ -125,20 +138,9 @@ class NgshareHub:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-        # the proxy and ngshare run in the Hub's session: whatever is left of it goes too
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc = None
+        if self.proc is not None:
+            stop(self.proc)  # the proxy and ngshare run in the Hub's session: they go too
+            self.proc = None
 
     def _wait(self, url: str, what: str) -> None:
         deadline = time.monotonic() + START

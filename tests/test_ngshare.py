@@ -202,3 +202,64 @@ def test_configure_names_a_class_for_every_exchange_kind():
     for name in kinds.values():
         assert import_item(name).__module__ == exchange.__name__
     assert c.Ngshare.url.endswith("/services/ngshare/")
+
+
+# ---- the hub's exchange kind "ngshare" (autograder/hub/ngshare.py) ----------------------
+
+
+def ngshare_plan(tmp_path: Path):
+    from helpers import ROOT
+
+    from autograder.hub.plan import from_dict
+
+    course = {"folder": str(ROOT), "grader": "g", "instructors": ["barbara"], "students": ["ada"]}
+    raw = {
+        "hub": {"ip": "0.0.0.0", "port": 8123, "state": str(tmp_path / "state")},
+        "authenticator": {"kind": "dummy", "password": "x"},
+        "courses": [
+            {**course, "id": "fall", "exchange": "ngshare"},
+            {**course, "id": "spring", "exchange": "ngshare", "grader": "h"},
+        ],
+    }
+    return from_dict(raw, tmp_path / "hub.toml")
+
+
+def test_a_plan_with_ngshare_courses_is_accepted(tmp_path):
+    from autograder.hub.plan import problems
+
+    found = problems(ngshare_plan(tmp_path), exists=lambda name: True)
+    assert not [p for p in found if "exchange" in p], found
+
+
+def test_the_ngshare_kind_sets_users_the_course_and_one_service(tmp_path):
+    from traitlets.config import Config
+
+    from autograder.hub import kinds
+    from autograder.hub import ngshare as kind
+
+    plan = ngshare_plan(tmp_path)
+    fall, _ = plan.courses
+    url = "http://127.0.0.1:8123/services/ngshare/"
+    users = kind.user_settings(plan, [fall])
+    assert users["Ngshare"] == {"url": url}
+    assert users["ExchangeFactory"]["submit"] == "autograder.ngshare.exchange.NgshareSubmit"
+    c = Config()
+    exec(kind.course_settings(plan, fall), {"c": c})
+    assert (c.Watch.ngshare_url, c.Watch.exchange, c.Ngshare.url) == (url, "off", url)
+    assert c.Watch.ngshare_course == {
+        "instructors": ["fall", "watch-fall", "barbara"],
+        "students": ["ada"],
+    }
+    c = Config()
+    c.JupyterHub.services = [{"name": "fall"}]
+    c.Spawner.environment = {"PATH": "/bin"}
+    for course in plan.courses:
+        kinds.EXCHANGES["ngshare"].configure(c, plan, course)
+    (entry,) = [s for s in c.JupyterHub.services if s["name"] == "ngshare"]
+    assert len(c.JupyterHub.services) == 2 and entry["url"].startswith("http://127.0.0.1:")
+    assert entry["command"][entry["command"].index("--admins") + 1] == "watch-fall,watch-spring"
+    assert c.Spawner.environment == {"PATH": "/bin", "PYTHONPATH": str(plan.state / "python")}
+    kind.prepare(plan, fall)
+    shipped = plan.state / "python" / "autograder" / "ngshare" / "exchange.py"
+    assert shipped.stat().st_mode & 0o777 == 0o644
+    assert (plan.state / "ngshare").stat().st_mode & 0o777 == 0o700

@@ -14,7 +14,6 @@ import base64
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ import nbformat
 import pytest
 from exchange import StudentUser, StudentUsers, course_id, need_student_users, shared_tmp
 from helpers import SOLUTIONS, ScratchCourse, course_env, mutate, notebook_path, read
-from ngshare_hub import NgshareHub
+from ngshare_hub import NgshareHub, start, stop
 
 from autograder.hub import ngshare as ngshare_kind
 from autograder.ngshare import service as ngshare_service
@@ -157,25 +156,12 @@ def files(name: str, data: bytes) -> str:
 
 @contextlib.contextmanager
 def watching(course: ScratchCourse, env: dict[str, str], log: Path):
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "watch", "--course", str(course.path), "-j", "2"],
-            cwd=course.path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    argv = [sys.executable, "-m", "autograder", "watch", "--course", str(course.path), "-j", "2"]
+    proc = start(argv, course.path, env, log)
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop(proc)
 
 
 def test_what_ngshare_lets_through_the_watcher_refuses_with_a_note(world, tmp_path):

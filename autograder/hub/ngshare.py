@@ -18,11 +18,15 @@ in ``<state>/ngshare/``.
 from __future__ import annotations
 
 import shutil
+import socket
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..ngshare import exchange, service
-from .plan import Course, Plan
+
+# a plan.Plan and a plan.Course (not imported: plan imports kinds, which imports this)
+Plan = Course = Any
 
 PACKAGE = Path(__file__).resolve().parent.parent  # autograder/
 SHIPPED = ("__init__.py", "ngshare/__init__.py", "ngshare/client.py", "ngshare/exchange.py")
@@ -92,11 +96,13 @@ def prepare(plan: Plan, course: Course) -> None:
 def configure(c: Any, plan: Plan, course: Course) -> None:
     """ngshare's service (once for the hub; each ngshare course's watcher an admin of it),
     and the exchange classes importable in users' servers."""
-    from .config import free_port, python_of
-
     admins = [f"watch-{x.id}" for x in plan.courses if x.exchange == "ngshare"]
     services = [s for s in c.JupyterHub.services if s.get("name") != service.NAME]
-    entry = service.service(free_port(), plan.state / "ngshare", python_of(plan), admins)
+    python = plan.python or sys.executable  # as config.python_of (not imported: a cycle)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    entry = service.service(port, plan.state / "ngshare", python, admins)
     c.JupyterHub.services = [*services, entry]
     environment = dict(c.Spawner.environment)
     environment["PYTHONPATH"] = str(python_folder(plan))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..ngshare.client import Client, Limits, NgshareError, TooLarge, check_files, pack, unpack
+from ..ngshare.client import Client, NgshareError, TooLarge, check_files, pack, unpack
 from . import inbound
 from .tree import Bounds
 
@@ -109,7 +109,7 @@ class NgshareSource:
         landed = stamp_time(remote.timestamp)
         if landed is None:
             raise NgshareError(f"ngshare's time {remote.timestamp[:40]!r} does not parse")
-        limits = Limits(bounds.max_bytes, bounds.max_files, bounds.max_depth)
+        limits = bounds
         path = f"submission/{self.course}/{remote.assignment}/{remote.student}"
         names = self.client.get(
             path, limits.max_files * 1200 + 4096, timestamp=remote.timestamp, list_only="true"

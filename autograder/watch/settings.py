@@ -39,15 +39,12 @@ class Watch(Configurable):
     ).tag(config=True)
     ngshare_url = Unicode(
         "",
-        help="ngshare's address to take submissions from too, e.g. "
-        "http://127.0.0.1:8000/services/ngshare/, with the grader's JupyterHub API token "
-        "in JUPYTERHUB_API_TOKEN (a hub service has its own there); '': no ngshare",
+        help="ngshare to take submissions from too ('': none), e.g. http://127.0.0.1:8000"
+        "/services/ngshare/, with the grader's Hub token in JUPYTERHUB_API_TOKEN",
     ).tag(config=True)
-    ngshare_course = Dict(
-        {},
-        help='{"instructors": [...], "students": [...]}: hub users the course has in ngshare, '
-        "made or completed by the watcher (an ngshare admin) before it takes submissions",
-    ).tag(config=True)
+    ngshare_course = Dict(help='{"instructors": [...], "students": [...]} put in ngshare').tag(
+        config=True
+    )
     inbox = Unicode(
         "inbox",
         help="a folder of submissions for courses without the exchange, relative to the "
