@@ -263,3 +263,17 @@ def test_the_ngshare_kind_sets_users_the_course_and_one_service(tmp_path):
     shipped = plan.state / "python" / "autograder" / "ngshare" / "exchange.py"
     assert shipped.stat().st_mode & 0o777 == 0o644
     assert (plan.state / "ngshare").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_watch_on_ngshare_without_a_token_or_with_odd_people_says_so(tmp_path, monkeypatch):
+    from autograder.watch.settings import Watch, WatchError
+
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    assert Watch().ngshare("c", tmp_path) is None
+    url = "http://127.0.0.1:1/services/ngshare/"
+    with pytest.raises(WatchError, match=r"^c\.Watch\.ngshare_url is set but JUPYTERHUB_API_TOKEN"):
+        Watch(ngshare_url=url).ngshare("c", tmp_path)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "t")
+    with pytest.raises(WatchError, match=r"^c\.Watch\.ngshare_course: only 'instructors' and"):
+        Watch(ngshare_url=url, ngshare_course={"admins": ["x"]}).ngshare("c", tmp_path)
+    assert Watch(ngshare_url=url).ngshare("c", tmp_path).enrol is None

@@ -224,6 +224,8 @@ def test_students_submit_through_ngshare_and_fetch_the_watchers_feedback(world, 
         print(f"ada: submit to feedback fetched in {seconds:.1f} s")
         text = page.read_text()
         assert "✓ passed" in text and "Your submissions" in text
+        listed = world.ada.run("nbgrader", "list", "--cached")  # the Assignments tab's list
+        assert "(feedback already fetched)" in listed.stdout + listed.stderr
         (bobs,), _ = pages_within(world.bob, time.monotonic(), watcher, log)
         assert "__add__" in bobs.read_text()
         (_eves,), _ = pages_within(world.eve, time.monotonic(), watcher, log)
