@@ -50,6 +50,7 @@ def as_user(plan: Plan, user: str, entry: dict) -> dict:
     runas.prefix when the user cannot reach the interpreter."""
     if runas.cover(python_of(plan)) is None:
         return {**entry, "user": user}
+    entry = {k: v for k, v in entry.items() if k != "user"}  # root starts it: runas drops
     return {**entry, "command": [*runas.prefix(user, python_of(plan)), *entry["command"]]}
 
 
@@ -160,12 +161,14 @@ def spawner_class(plan: Plan):
             return None
 
         async def start(self):
-            saved = self.cmd
+            saved, kwargs = self.cmd, self.popen_kwargs
             self.cmd = [*runas.prefix(self.user.name, python), *saved]
+            # in the user's HOME, as LocalProcessSpawner's own preexec_fn starts it
+            self.popen_kwargs = {**kwargs, "cwd": pwd.getpwnam(self.user.name).pw_dir}
             try:
                 return await super().start()
             finally:
-                self.cmd = saved
+                self.cmd, self.popen_kwargs = saved, kwargs
 
     return CoveredSpawner
 

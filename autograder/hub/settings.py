@@ -2,9 +2,9 @@
 state folder and put first on the server's ``JUPYTER_CONFIG_PATH``:
 
 - ``student-<exchange>``: nbgrader's Assignments list and Validate on; the formgrader,
-  the course list, Create Assignment and the Nbgrader menu off (server routes and lab
-  plugins); nbgrader's exchange settings, and ``JupyterHubAuthPlugin`` so each student
-  sees only their courses' assignments (JupyterHub groups ``nbgrader-<course>``);
+  the course list and Create Assignment off (server routes and lab plugins); nbgrader's
+  exchange settings, and ``JupyterHubAuthPlugin`` so each student sees only their
+  courses' assignments (JupyterHub groups ``nbgrader-<course>``);
 - ``instructor-<exchange>``: the same, with the course list on: it links to the
   formgrader of each course they teach (groups ``formgrade-<course>``), and no other;
 - ``grader``: the course's formgrader service (run by the course's grader account in its
@@ -31,9 +31,10 @@ ON = {
     "instructor": {"assignment_list", "course_list", "validate_assignment"},
     "grader": {"formgrader", "validate_assignment"},
 }
+# The Nbgrader menu stays: it lists only the commands of the plugins that are on.
 PLUGIN_OFF = {
-    "student": ("formgrader", "create-assignment", "course-list", "menu"),
-    "instructor": ("formgrader", "create-assignment", "menu"),
+    "student": ("formgrader", "create-assignment", "course-list"),
+    "instructor": ("formgrader", "create-assignment"),
     "grader": ("assignment-list", "course-list"),
 }
 
