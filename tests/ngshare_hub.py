@@ -1,15 +1,14 @@
-"""A real JupyterHub on 127.0.0.1 (free ports) with ngshare as its managed service, set as
-``python -m autograder hub`` sets a course whose exchange is "ngshare" (the plan's kind,
-autograder/hub/ngshare.py: its ``configure`` gives the service entry, its ``prepare``
-the exchange classes' copy in ``<state>/python``). The course's services are here too,
-by the names the launcher gives them (``<course>``, the formgrader, and
-``watch-<course>``), with tokens the test knows; users' API tokens come from the Hub's
-API (an admin service of the test's own), as a user's server gets one. Stopped (its
-whole process group) at the end, whether the test passed or failed.
+"""The course's hub with an ngshare course, started as README's "Run it on a JupyterHub"
+starts it: ``python -m autograder hub --plan hub.toml`` as root, on free ports of
+127.0.0.1, the course's exchange ``"ngshare"`` (autograder/hub/ngshare.py). The hub runs
+ngshare as its managed service and the course's formgrader and watch services as the
+course's grader account; the users are real unix users (tests/exchange.py, prefix ``ns-``).
+Users' API tokens come from ``jupyterhub token`` (JupyterHub's own command, on the hub's
+database), as each user's server gets one. Everything is stopped (the hub's whole process
+group) and removed at the end, whether the test passed or failed.
 
-    with NgshareHub(folder, course_id, students=[...]) as hub:
-        token = hub.token("ns-ada-...")
-        hub.service_tokens[f"watch-{course_id}"]
+    with NgshareHub(folder, course, grader, instructor, students) as hub:
+        hub.token(user), hub.client(user), hub.student_env(user), hub.grader_run(...)
 """
 
 from __future__ import annotations
@@ -17,33 +16,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
-import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from helpers import VENV_BIN
+from helpers import ROOT, VENV_BIN
 
-from autograder.hub import kinds
+from autograder.hub import runas, settings
+from autograder.hub.config import free_port
+from autograder.hub.launch import CONFIG, PLAN_VARIABLE
 from autograder.hub.ngshare import python_folder, url
-from autograder.hub.plan import Plan, from_dict
-from autograder.ngshare.client import Client
+from autograder.hub.plan import Plan, checked
+from autograder.ngshare.client import Client, NgshareError
 
-START = 240  # seconds for the Hub and ngshare to answer, on two busy cores
-ADMIN = "ns-test-admin"  # the test's own service: makes users' tokens
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+START = 300  # seconds for the hub, ngshare and the course's services, on two busy cores
 
 
-def start(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+def start(argv: list[str], cwd: Path, env: dict[str, str] | None, log: Path) -> subprocess.Popen:
     """``argv`` in a session of its own (``stop`` ends all of it), its output into ``log``."""
     with log.open("w") as out:
         return subprocess.Popen(
@@ -63,75 +56,47 @@ def stop(proc: subprocess.Popen, wait: float = 60) -> None:
     proc.wait(10)
 
 
+def write_plan(folder: Path, course: str, grader: str, instructor: str, students) -> Path:
+    path = folder / "hub.toml"
+    names = ", ".join(f'"{s}"' for s in students)
+    path.write_text(
+        f'[hub]\nip = "127.0.0.1"\nport = {free_port()}\nstate = "state"\n'
+        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
+        '[authenticator]\nkind = "dummy"\npassword = "unused: tokens only"\n\n'
+        f'[[courses]]\nid = "{course}"\nfolder = "courses/{course}"\ngrader = "{grader}"\n'
+        f'instructors = ["{instructor}"]\nstudents = [{names}]\nexchange = "ngshare"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
 class NgshareHub:
-    def __init__(self, folder: Path, course: str, students: list[str]):
+    def __init__(self, folder: Path, course: str, grader: str, instructor: str, students):
         self.folder, self.course = folder, course
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.plan: Plan = from_dict(
-            {
-                "hub": {"ip": "127.0.0.1", "port": self.port, "state": str(folder)},
-                "authenticator": {"kind": "dummy"},
-                "courses": [
-                    {
-                        "id": course,
-                        "folder": str(folder / "course"),
-                        "grader": "nobody",
-                        "students": students,
-                        "exchange": "ngshare",
-                    }
-                ],
-            },
-            folder / "hub.toml",
-        )
-        self.ngshare_url = url(self.plan)
-        self.python_path = python_folder(self.plan)
-        self.admin_token = secrets.token_hex(32)
-        names = (course, f"watch-{course}")
-        self.service_tokens = {name: secrets.token_hex(32) for name in names}
+        self.grader, self.instructor = grader, instructor
+        self.plan_path = write_plan(folder, course, grader, instructor, students)
+        self.course_folder = folder / "courses" / course
         self.proc: subprocess.Popen | None = None
-        self.log = folder / "jupyterhub.log"
+        self.log = folder / "hub.log"
+        self.tokens: dict[str, str] = {}
 
-    def config(self) -> str:
-        from traitlets.config import Config
+    @property
+    def plan(self) -> Plan:
+        return checked(self.plan_path)
 
-        (course,) = self.plan.courses
-        kind = kinds.EXCHANGES[course.exchange]
-        kind.prepare(self.plan, course)
-        c = Config()
-        c.JupyterHub.services = [
-            {"name": name, "api_token": token} for name, token in self.service_tokens.items()
-        ]
-        c.Spawner.environment = {}
-        kind.configure(c, self.plan, course)
-        admin = {"name": ADMIN, "api_token": self.admin_token}
-        role = {"name": ADMIN, "scopes": ["admin:users", "tokens"], "services": [ADMIN]}
-        state = self.folder
-        return "\n".join(
-            [
-                f"c.JupyterHub.ip = '127.0.0.1'\nc.JupyterHub.port = {self.port}",
-                f"c.JupyterHub.hub_ip = '127.0.0.1'\nc.JupyterHub.hub_port = {free_port()}",
-                f"c.JupyterHub.db_url = 'sqlite:///{state / 'jupyterhub.sqlite'}'",
-                f"c.JupyterHub.cookie_secret_file = '{state / 'cookie_secret'}'",
-                f"c.ConfigurableHTTPProxy.command = ['{VENV_BIN}/configurable-http-proxy']",
-                f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'",
-                f"c.ConfigurableHTTPProxy.pid_file = '{state / 'proxy.pid'}'",
-                "c.JupyterHub.authenticator_class = 'dummy'",
-                f"c.Authenticator.allowed_users = {self.plan.users()!r}",
-                f"c.JupyterHub.services = {json.dumps([*c.JupyterHub.services, admin])}",
-                f"c.JupyterHub.load_roles = {json.dumps([role])}",
-            ]
-        )
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.plan.port}"
+
+    @property
+    def ngshare_url(self) -> str:
+        return url(self.plan)
 
     def __enter__(self) -> NgshareHub:
-        (self.folder / "ngshare").mkdir(parents=True, exist_ok=True)
-        (self.folder / "jupyterhub_config.py").write_text(self.config())
-        env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
-        config = str(self.folder / "jupyterhub_config.py")
-        self.proc = start([f"{VENV_BIN}/jupyterhub", "-f", config], self.folder, env, self.log)
+        argv = [sys.executable, "-m", "autograder", "hub", "--plan", str(self.plan_path)]
+        self.proc = start(argv, ROOT, None, self.log)
         try:
-            self._wait(f"{self.url}/hub/api/", "the Hub")
-            self._wait(f"{self.ngshare_url}healthz", "ngshare")
+            self._wait()
         except BaseException:
             self.__exit__()
             raise
@@ -139,38 +104,102 @@ class NgshareHub:
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
-            stop(self.proc)  # the proxy and ngshare run in the Hub's session: they go too
+            stop(self.proc)  # ngshare, the proxy and the services are in the hub's session
             self.proc = None
 
-    def _wait(self, url: str, what: str) -> None:
+    def _wait(self) -> None:
+        """Until the hub, ngshare and the course's watch service answer, and the watch
+        service has made the course in ngshare (an instructor can list its students)."""
         deadline = time.monotonic() + START
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"JupyterHub exited:\n{self.tail()}")
-            try:
-                with urllib.request.urlopen(url, timeout=10) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"{what} did not answer at {url} in {START} s:\n{self.tail()}")
+                raise AssertionError(f"the hub exited:\n{self.tail()}")
+            if self._up():
+                return
+            time.sleep(1)
+        raise AssertionError(f"the hub was not ready in {START} s:\n{self.tail()}")
 
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+    def _up(self) -> bool:
+        for address in (f"{self.url}/hub/api/", f"{self.ngshare_url}healthz"):
+            try:
+                with urllib.request.urlopen(address, timeout=10):
+                    pass
+            except (urllib.error.URLError, OSError):
+                return False
+        if f"and {self.ngshare_url} every" not in self.tail(100_000):
+            return False  # the watch service has not started watching yet
+        try:
+            self.client(self.instructor).get(f"students/{self.course}")
+        except NgshareError:
+            return False
+        return True
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def token(self, user: str) -> str:
-        """A new API token of ``user``, as the Hub gives a user's server one."""
-        request = urllib.request.Request(
-            f"{self.url}/hub/api/users/{user}/tokens",
-            data=json.dumps({"note": "test", "expires_in": 3600}).encode(),
-            method="POST",
-            headers={"Authorization": f"token {self.admin_token}"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as r:
-            return json.loads(r.read())["token"]
+        """An API token of ``user``, made by ``jupyterhub token`` on the hub's database."""
+        if user not in self.tokens:
+            env = {**os.environ, PLAN_VARIABLE: str(self.plan_path)}
+            proc = subprocess.run(
+                [f"{VENV_BIN}/jupyterhub", "token", "-f", str(CONFIG), user],
+                cwd=self.plan.state,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            self.tokens[user] = proc.stdout.strip().splitlines()[-1]
+        return self.tokens[user]
 
     def client(self, user: str) -> Client:
-        """ngshare as ``user`` (a Hub user, or one of the course's services)."""
-        token = self.service_tokens.get(user) or self.token(user)
-        return Client(self.ngshare_url, token)
+        return Client(self.ngshare_url, self.token(user))
+
+    def student_env(self, user: str) -> tuple[str, ...]:
+        """What the hub gives ``user``'s server: their token, the hub's API, the settings
+        folder the hub wrote for them (the kind's nbgrader settings) and the exchange
+        classes' copy on PYTHONPATH."""
+        plan = self.plan
+        return (
+            f"JUPYTERHUB_API_TOKEN={self.token(user)}",
+            f"JUPYTERHUB_USER={user}",
+            f"JUPYTERHUB_API_URL={self.url}/hub/api",
+            f"JUPYTER_CONFIG_PATH={settings.user_folder(plan, user)}",
+            f"PYTHONPATH={python_folder(plan)}",
+        )
+
+    def grader_run(self, *argv: str, token_of: str = "") -> subprocess.CompletedProcess:
+        """``argv`` as the course's grader in its folder (with ``token_of``'s token)."""
+        env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        if token_of:
+            env["JUPYTERHUB_API_TOKEN"] = self.token(token_of)
+        proc = subprocess.run(
+            [*runas.prefix(self.grader), *argv],
+            cwd=self.course_folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, f"{' '.join(argv)}: {proc.stderr[-3000:]}"
+        return proc
+
+    def watch_log(self) -> str:
+        """The watch service's lines in the hub's log."""
+        return "\n".join(
+            line for line in self.tail(1_000_000).splitlines() if not line.startswith("[")
+        )
+
+
+def read_json_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def kill_processes_of(uids: list[int]) -> None:
+    """SIGKILL every process of these users (the test's own, by uid), before userdel."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid in uids:
+                    os.kill(int(entry.name), signal.SIGKILL)
