@@ -1,0 +1,416 @@
+"""The course on a real JupyterHub, as README "Run it on a JupyterHub" runs it.
+
+One hub for the module, started by ``python -m autograder hub --plan FILE`` (README's
+command) as root, on free ports of 127.0.0.1, with two courses: each a copy of this
+repository owned by its grader account, its own instructor and student, nbgrader's
+filesystem exchange in a temporary folder, a formgrader service and a watch service.
+The users are real unix users (useradd, prefix ``hb-``), removed after the module with
+every process they still run; the hub's process group is stopped too, pass or fail.
+They log in with the ``dummy`` authenticator (one password, 127.0.0.1 only).
+
+Chromium (Playwright, /usr/bin/chromium) then does what a class does: a student of the
+first course fetches 01_value in the Assignments tab, fills it (the solution's code, put
+through the Jupyter contents API), validates and submits it; that course's watch service
+grades it and the student fetches the feedback in the tab; the instructor sees the
+submission in the course's formgrader. The second course's student sees neither the
+first course's assignment nor its feedback; the first course's instructor is refused the
+second course's formgrader. Screenshots go to docs/images/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers import ROOT, SOLUTIONS
+
+from autograder.hub import runas
+from autograder.hub.config import free_port
+
+pytestmark = [pytest.mark.hub, pytest.mark.xdist_group("hub")]
+
+CHROMIUM = Path("/usr/bin/chromium")
+A = "01_value"
+PREFIX = "hb-"
+IMAGES = ROOT / "docs" / "images"
+START_TIMEOUT = 300  # s: the hub, its services, on a busy 2-core machine
+FEEDBACK_WITHIN = 180  # s: from Submit to the feedback in the Assignments tab
+TIMEOUT = 180_000  # ms: each browser step
+
+# README "Run it on a JupyterHub" shows these command lines; the tests run them.
+HUB_COMMAND = "python -m autograder hub --plan hub.toml"
+RELEASE_COMMANDS = (
+    "nbgrader generate_assignment 01_value --force",
+    "nbgrader release_assignment 01_value --force",
+)
+
+
+# ---- the hub: users, courses, plan, process ---------------------------------------------
+
+
+@dataclass
+class Hub:
+    root: Path
+    url: str
+    password: str
+    users: dict[str, str]  # role (g1, i1, s1, g2, i2, s2) -> unix user
+    courses: dict[str, Path]  # course id -> folder
+    log: Path
+
+    def grader_run(self, course: str, *argv: str) -> subprocess.CompletedProcess:
+        """``argv`` as the course's grader in its folder (README's commands do this)."""
+        grader = self.users["g1" if course == COURSES[0] else "g2"]
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        proc = subprocess.run(
+            [*runas.prefix(grader), *argv],
+            cwd=self.courses[course],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, f"{' '.join(argv)}: {proc.stderr[-3000:]}"
+        return proc
+
+    def home(self, role: str) -> Path:
+        return self.root / "home" / self.users[role]
+
+    def api(self, path: str, token: str = "") -> dict:
+        request = urllib.request.Request(f"{self.url}/hub/api{path}")
+        if token:
+            request.add_header("Authorization", f"token {token}")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+
+COURSES = ("autograd-a", "autograd-b")
+
+
+def useradd(name: str, home: Path) -> None:
+    subprocess.run(
+        ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
+        check=True,
+        capture_output=True,
+    )
+    home.chmod(0o700)
+
+
+def processes_of(uids: set[int]) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid in uids:
+                    found.append(int(entry.name))
+    return found
+
+
+def remove_users(names: list[str]) -> None:
+    """Stop every process of these users (by pid), then userdel them with their HOME."""
+    import pwd
+
+    uids = set()
+    for name in names:
+        with contextlib.suppress(KeyError):
+            uids.add(pwd.getpwnam(name).pw_uid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes_of(uids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while processes_of(uids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    for name in names:
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def copy_course(dest: Path) -> None:
+    """A checkout of this repository: its tracked files as they are in the work tree."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for name in filter(None, (f.decode() for f in files)):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name, follow_symlinks=False)
+
+
+def chown_tree(top: Path, user: str) -> None:
+    subprocess.run(["chown", "-R", f"{user}:{user}", str(top)], check=True)
+
+
+def write_plan(root: Path, port: int, password: str, users: dict[str, str]) -> Path:
+    def course(n: int, course_id: str) -> str:
+        return (
+            f'[[courses]]\nid = "{course_id}"\nfolder = "courses/{course_id}"\n'
+            f'grader = "{users[f"g{n}"]}"\ninstructors = ["{users[f"i{n}"]}"]\n'
+            f'students = ["{users[f"s{n}"]}"]\nexchange = "filesystem"\n'
+        )
+
+    plan = root / "hub.toml"
+    plan.write_text(
+        f'[hub]\nip = "127.0.0.1"\nport = {port}\nstate = "state"\n'
+        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
+        f'[authenticator]\nkind = "dummy"\npassword = "{password}"\n\n'
+        f'[users]\nstudents = ["{users["s1"]}", "{users["s2"]}"]\n\n'
+        + course(1, COURSES[0])
+        + "\n"
+        + course(2, COURSES[1]),
+        encoding="utf-8",
+    )
+    return plan
+
+
+def wait_for_hub(hub: Hub, proc: subprocess.Popen) -> None:
+    """Until the hub answers, both formgrader services answer through it and both watch
+    services say what they watch (in the hub's log), or the deadline."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the hub exited ({proc.returncode}):\n{hub.log.read_text()[-4000:]}")
+        if all(service_up(hub, c) and watching(hub, c) for c in COURSES):
+            return
+        time.sleep(1)
+    pytest.fail(f"the hub did not start in {START_TIMEOUT} s:\n{hub.log.read_text()[-4000:]}")
+
+
+def service_up(hub: Hub, course: str) -> bool:
+    """The course's formgrader service answers through the hub's proxy (its /api, open)."""
+    try:
+        with urllib.request.urlopen(f"{hub.url}/services/{course}/api", timeout=10) as r:
+            return "version" in json.loads(r.read())
+    except (OSError, ValueError):
+        return False
+
+
+def watching(hub: Hub, course: str) -> bool:
+    inbound = hub.root / "exchange" / course / "inbound"
+    return f"watching {inbound}" in hub.log.read_text(errors="replace")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Hub]:
+    if os.geteuid() != 0:
+        pytest.fail("the hub tests need root (the hub starts servers as its users)")
+    root = Path(tempfile.mkdtemp(prefix="hb-hub-"))
+    root.chmod(0o755)
+    tag = secrets.token_hex(2)
+    users = {role: f"{PREFIX}{tag}-{role}" for role in ("g1", "i1", "s1", "g2", "i2", "s2")}
+    proc = None
+    try:
+        for name in users.values():
+            useradd(name, root / "home" / name)
+        courses = {}
+        for n, course_id in enumerate(COURSES, 1):
+            folder = root / "courses" / course_id
+            copy_course(folder)
+            chown_tree(folder, users[f"g{n}"])
+            courses[course_id] = folder
+        port, password = free_port(), secrets.token_urlsafe(12)
+        plan = write_plan(root, port, password, users)
+        log = root / "hub.log"
+        command = HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                command.split(),
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        hub = Hub(root, f"http://127.0.0.1:{port}", password, users, courses, log)
+        wait_for_hub(hub, proc)
+        for course in COURSES:  # README's commands, as the course's grader in its folder
+            for line in RELEASE_COMMANDS:
+                hub.grader_run(course, *line.split())
+        yield hub
+    finally:
+        if proc is not None:
+            stop(proc)
+        remove_users(list(users.values()))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- the browser ------------------------------------------------------------------------
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+# A notebook's new content, through the Jupyter contents API, as JupyterLab saves it.
+PUT_NOTEBOOK = """async ([base, path, content]) => {
+  const xsrf = decodeURIComponent((document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || '');
+  const r = await fetch(base + 'api/contents/' + path, {method: 'PUT',
+    headers: {'Content-Type': 'application/json', 'X-XSRFToken': xsrf},
+    body: JSON.stringify({type: 'notebook', format: 'json', content})});
+  return r.status;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser(hub):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@contextlib.contextmanager
+def logged_in(browser, hub: Hub, role: str):
+    """A page of ``role``'s own browser, logged in on the hub's login page, on their lab."""
+    user = hub.users[role]
+    context = browser.new_context(viewport={"width": 1300, "height": 800})
+    context.set_default_timeout(TIMEOUT)
+    page = context.new_page()
+    try:
+        page.goto(f"{hub.url}/hub/login")
+        page.fill("#username_input", user)
+        page.fill("#password_input", hub.password)
+        page.click("#login_submit")
+        page.wait_for_url(re.compile(f"/user/{user}/lab"))
+        page.wait_for_selector(".lm-MenuBar-itemLabel >> text=Nbgrader")
+        yield page
+    finally:
+        context.close()
+
+
+def open_assignments(page) -> None:
+    """nbgrader's Assignments tab, from the Nbgrader menu."""
+    page.click(".lm-MenuBar-itemLabel >> text=Nbgrader")
+    page.click(".lm-Menu-itemLabel >> text=Assignment List")
+    page.wait_for_selector("#released_assignments_list")
+
+
+def solved_release(course: Path) -> dict:
+    """The released 01_value with the solution's code in its answer cells (a student's
+    work: nbgrader's metadata as released, the code as solutions/ has it)."""
+    released = nbformat.read(course / "notebooks" / A / "value.ipynb", as_version=4)
+    solved = nbformat.read(SOLUTIONS / A / "value.ipynb", as_version=4)
+    for cell, answer in zip(released.cells, solved.cells, strict=True):
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = answer.source
+    return json.loads(nbformat.writes(released))
+
+
+def api_json(page, hub: Hub, role: str, path: str):
+    """GET ``path`` on ``role``'s own server with their browser's cookies."""
+    response = page.request.get(f"{hub.url}/user/{hub.users[role]}/{path}", max_redirects=0)
+    assert response.status == 200, (path, response.status, response.text()[:300])
+    return response.json()
+
+
+def test_a_student_fetches_validates_submits_and_reads_feedback_in_the_tab(hub, browser):
+    course = COURSES[0]
+    user = hub.users["s1"]
+    with logged_in(browser, hub, "s1") as page:
+        assert page.url.endswith(f"/lab/tree/{course}/START-HERE.md"), page.url
+        page.wait_for_selector(".jp-RenderedMarkdown >> text=Start here")
+        open_assignments(page)
+        page.click(f"#released_assignments_list .list_item:has-text('{A}') >> text=Fetch")
+        page.wait_for_selector(f"#fetched_assignments_list .list_item:has-text('{A}')")
+        path = f"{course}/{A}/value.ipynb"  # Exchange.path_includes_course
+        status = page.evaluate(
+            PUT_NOTEBOOK, [f"/user/{user}/", path, solved_release(hub.courses[course])]
+        )
+        assert status == 200, status
+
+        page.goto(f"{hub.url}/user/{user}/lab/tree/{path}")
+        page.click(".jp-NotebookPanel-toolbar >> text=Validate")
+        page.wait_for_function(
+            "() => /Success|failed|error/i.test("
+            "document.querySelector('.jp-Dialog-content')?.innerText ?? '')"
+        )
+        assert "Success! Your notebook passes all the tests." in page.inner_text(
+            ".jp-Dialog-content"
+        )
+        page.click(".jp-Dialog-button >> text=Ok")
+
+        open_assignments(page)
+        page.click(f"#fetched_assignments_list .list_item:has-text('{A}') >> text=Submit")
+        submitted = page.locator("#submitted_assignments_list")
+        submitted.locator(f".list_item:has-text('{A}')").first.wait_for()
+        started = time.monotonic()
+        while "feedback available to fetch" not in submitted.inner_text():
+            assert time.monotonic() - started < FEEDBACK_WITHIN, hub.log.read_text()[-3000:]
+            page.click("#refresh_assignments_list")
+            page.wait_for_timeout(3000)
+        page.click("#submitted_assignments_list >> text=Fetch Feedback")
+        submitted.locator("text=view feedback").wait_for()
+        seconds = time.monotonic() - started
+        print(f"submitted to feedback in the tab: {seconds:.0f} s")
+        assert seconds < FEEDBACK_WITHIN
+        IMAGES.mkdir(exist_ok=True)
+        page.screenshot(path=str(IMAGES / "hub-student-feedback.png"))
+
+        # what fetch_feedback put in the student's HOME: the watch service's page
+        (fetched,) = (hub.home("s1") / course / A / "feedback").glob("*/value.html")
+        text = fetched.read_text()
+        assert "✓ passed" in text and "Your submissions" in text
+
+
+def test_the_instructor_sees_the_submission_in_the_courses_formgrader(hub, browser):
+    course = COURSES[0]
+    with logged_in(browser, hub, "i1") as page:
+        # nbgrader's course list: a link to the formgrader of each course they teach
+        courses = api_json(page, hub, "i1", "formgraders")
+        assert [c["course_id"] for c in courses["value"]] == [course], courses
+        page.goto(f"{hub.url}/services/{course}/formgrader/manage_submissions/{A}")
+        row = page.locator(f"tr:has-text('{hub.users['s1']}')")
+        row.wait_for()
+        assert "graded" in row.inner_text(), row.inner_text()
+        page.screenshot(path=str(IMAGES / "hub-formgrader.png"))
+
+
+def test_the_other_course_sees_nothing_of_the_first(hub, browser):
+    first, second = COURSES
+    with logged_in(browser, hub, "s2") as page:
+        assert page.url.endswith(f"/lab/tree/{second}/START-HERE.md"), page.url
+        assert api_json(page, hub, "s2", "courses")["value"] == [second]
+        open_assignments(page)
+        released = page.locator(f"#released_assignments_list .list_item:has-text('{A}')")
+        released.first.wait_for()
+        assert first not in page.inner_text("#assignments")
+        listing = api_json(page, hub, "s2", f"assignments?course_id={first}")
+        assert listing["value"] == [], listing
+        response = page.goto(f"{hub.url}/services/{first}/formgrader")
+        assert response.status == 403
+
+
+def test_an_instructor_is_refused_the_other_courses_formgrader(hub, browser):
+    with logged_in(browser, hub, "i1") as page:
+        response = page.goto(f"{hub.url}/services/{COURSES[1]}/formgrader")
+        assert response.status == 403
+        assert f"permission to access JupyterHub service {COURSES[1]}" in page.inner_text("body")
+        response = page.goto(f"{hub.url}/services/{COURSES[0]}/formgrader")
+        assert response.status == 200
