@@ -8,7 +8,7 @@ database), as each user's server gets one. Everything is stopped (the hub's whol
 group) and removed at the end, whether the test passed or failed.
 
     with NgshareHub(folder, course, grader, instructor, students) as hub:
-        hub.token(user), hub.client(user), hub.student_env(user), hub.grader_run(...)
+        hub.token(user), hub.client(user), hub.student_env(user), hub.watch_log()
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from helpers import ROOT, VENV_BIN
 
-from autograder.hub import runas, settings
+from autograder.hub import settings
 from autograder.hub.config import free_port
 from autograder.hub.launch import CONFIG, PLAN_VARIABLE
 from autograder.hub.ngshare import python_folder, url
@@ -168,22 +168,6 @@ class NgshareHub:
             f"JUPYTER_CONFIG_PATH={settings.user_folder(plan, user)}",
             f"PYTHONPATH={python_folder(plan)}",
         )
-
-    def grader_run(self, *argv: str, token_of: str = "") -> subprocess.CompletedProcess:
-        """``argv`` as the course's grader in its folder (with ``token_of``'s token)."""
-        env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "LANG": "C.UTF-8"}
-        if token_of:
-            env["JUPYTERHUB_API_TOKEN"] = self.token(token_of)
-        proc = subprocess.run(
-            [*runas.prefix(self.grader), *argv],
-            cwd=self.course_folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, f"{' '.join(argv)}: {proc.stderr[-3000:]}"
-        return proc
 
     def watch_log(self) -> str:
         """The watch service's lines in the hub's log."""
