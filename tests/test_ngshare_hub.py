@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class World:
     bob: StudentUser
     eve: StudentUser
     mallory: StudentUser
+    cleo: StudentUser  # works in her server, as the Assignments tab does
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def world():
     need_student_users()
     with shared_tmp("ns-") as folder, StudentUsers(folder / "home", None, prefix="ns-") as users:
         grader, teacher = users.make("grader"), users.make("teacher")
-        students = [users.make(label) for label in ("ada", "bob", "eve", "mallory")]
+        students = [users.make(label) for label in ("ada", "bob", "eve", "mallory", "cleo")]
         course = ScratchCourse(folder / "courses" / course_id(), [A])
         course.release(A)  # generate_assignment: notebooks/, the gradebook
         with (course.path / "nbgrader_config.py").open("a") as fh:
@@ -193,3 +195,66 @@ def test_students_submit_through_ngshare_and_fetch_the_watchers_feedback(world):
         world.eve.name
     ]
     assert "the cycle failed" not in world.hub.watch_log()
+
+
+def call(url: str, token: str, method: str = "GET", body: dict | None = None) -> dict:
+    """A JSON request to the hub or a user's server, with ``token``."""
+    data = json.dumps(body).encode() if body is not None else (b"" if method != "GET" else None)
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Authorization", f"token {token}")
+    with urllib.request.urlopen(request, timeout=300) as response:
+        text = response.read()
+    return json.loads(text) if text.strip() else {}
+
+
+def statuses(listed: dict) -> list[str]:
+    """The statuses of 01_value in the Assignments tab's list (the course has others)."""
+    return [e["status"] for e in listed["value"] if e["assignment_id"] == A]
+
+
+def tab_feedback(listed: dict) -> bool:
+    """Whether the Assignments tab's list shows a submission whose feedback is fetched."""
+    assert listed.get("success"), listed
+    return any(
+        sub.get("has_local_feedback")
+        for entry in listed["value"]
+        if entry["status"] == "submitted"
+        for sub in entry["submissions"]
+    )
+
+
+def test_the_assignments_tab_in_a_students_server_fetches_submits_and_shows_feedback(world):
+    """What the tab's buttons call (nbgrader's assignment_list server extension), in cleo's
+    own server started by the hub: the exchange classes run there, as the tab runs them."""
+    hub, cleo = world.hub, world.cleo
+    token = hub.token(cleo.name)
+    call(f"{hub.url}/hub/api/users/{cleo.name}/server", token, "POST")
+    try:
+        deadline = time.monotonic() + 180
+        while (
+            not call(f"{hub.url}/hub/api/users/{cleo.name}", token)["servers"]
+            .get("", {})
+            .get("ready")
+        ):
+            assert time.monotonic() < deadline, hub.tail()
+            time.sleep(1)
+        base = f"{hub.url}/user/{cleo.name}"
+        query = f"course_id={course_id()}&assignment_id={A}"
+        released = call(f"{base}/assignments?course_id={course_id()}", token)
+        assert statuses(released) == ["released"], released
+        fetched = call(f"{base}/assignments/fetch?{query}", token, "POST")
+        assert statuses(fetched) == ["fetched"], fetched
+        name = notebook_path(SOLUTIONS, A).name
+        solved = {"type": "notebook", "format": "json", "content": read(SOLUTIONS, A)}
+        call(f"{base}/api/contents/{course_id()}/{A}/{name}", token, "PUT", solved)
+        sent = time.monotonic()
+        submitted = call(f"{base}/assignments/submit?{query}", token, "POST")
+        assert "submitted" in statuses(submitted), submitted
+        while not tab_feedback(call(f"{base}/assignments/fetch_feedback?{query}", token, "POST")):
+            assert time.monotonic() - sent < FEEDBACK_WITHIN, world.hub.watch_log()[-3000:]
+            time.sleep(3)
+        print(f"cleo: Submit to feedback in the tab in {time.monotonic() - sent:.1f} s")
+        (page,) = (cleo.home / course_id() / A / "feedback").rglob("*.html")
+        assert "✓ passed" in page.read_text()
+    finally:
+        call(f"{hub.url}/hub/api/users/{cleo.name}/server", token, "DELETE")
