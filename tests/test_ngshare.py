@@ -277,3 +277,13 @@ def test_a_watch_on_ngshare_without_a_token_or_with_odd_people_says_so(tmp_path,
     with pytest.raises(WatchError, match=r"^c\.Watch\.ngshare_course: only 'instructors' and"):
         Watch(ngshare_url=url, ngshare_course={"admins": ["x"]}).ngshare("c", tmp_path)
     assert Watch(ngshare_url=url).ngshare("c", tmp_path).enrol is None
+
+
+@pytest.mark.parametrize("kind", ["NgshareCollect", "NgshareReleaseFeedback"])
+def test_collect_and_release_feedback_say_in_one_line_that_watch_does_them(kind):
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeError
+
+    step = getattr(exchange, kind)(coursedir=CourseDirectory(), authenticator=None)
+    with pytest.raises(ExchangeError, match=r"^With ngshare, `python -m autograder watch` "):
+        step.start()

@@ -9,10 +9,12 @@ Assignments tab, ``nbgrader list``, ``fetch_assignment``, ``submit`` and
 ``fetch_feedback`` behave as with the filesystem exchange. In ``nbgrader_config.py``:
 
     c.ExchangeFactory.exchange = "autograder.ngshare.exchange.NgshareExchange"
+    c.ExchangeFactory.collect = "autograder.ngshare.exchange.NgshareCollect"  # says: watch
     c.ExchangeFactory.fetch_assignment = "autograder.ngshare.exchange.NgshareFetchAssignment"
     c.ExchangeFactory.fetch_feedback = "autograder.ngshare.exchange.NgshareFetchFeedback"
     c.ExchangeFactory.list = "autograder.ngshare.exchange.NgshareList"
     c.ExchangeFactory.release_assignment = "autograder.ngshare.exchange.NgshareReleaseAssignment"
+    c.ExchangeFactory.release_feedback = "autograder.ngshare.exchange.NgshareReleaseFeedback"
     c.ExchangeFactory.submit = "autograder.ngshare.exchange.NgshareSubmit"
     c.Ngshare.url = "http://127.0.0.1:8000/services/ngshare/"  # or NGSHARE_URL
 
@@ -41,7 +43,15 @@ from traitlets.config import LoggingConfigurable
 from .client import Client, Limits, NgshareError, check_files, pack, unpack
 
 NGSHARE_STAMP = "ngshare_timestamp.txt"
-KINDS = ("fetch_assignment", "fetch_feedback", "list", "release_assignment", "submit")
+KINDS = (
+    "collect",
+    "fetch_assignment",
+    "fetch_feedback",
+    "list",
+    "release_assignment",
+    "release_feedback",
+    "submit",
+)
 # what a student takes from ngshare: an instructor's release, the grader's feedback
 TRUSTED = Limits(max_bytes=200 * 1024**2, max_files=2000, max_depth=16)
 
@@ -230,3 +240,13 @@ class NgshareReleaseAssignment(Ngshare, default.ExchangeReleaseAssignment):
             self.api.delete(path)
             self.api.post(path, files=files)
         self.log.info("Released to ngshare: %s %s", course, assignment)
+
+
+class NgshareCollect(Ngshare, default.ExchangeCollect):
+    def start(self):
+        self.fail("With ngshare, `python -m autograder watch` collects (c.Watch.ngshare_url).")
+
+
+class NgshareReleaseFeedback(Ngshare, default.ExchangeReleaseFeedback):
+    def start(self):
+        self.fail("With ngshare, `python -m autograder watch` releases the feedback.")
