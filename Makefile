@@ -4,19 +4,22 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PY := .venv/bin/python
 
-.PHONY: demo test quick mutation setup setup-test generate lab self-check slides grade watch bench lint release
+.PHONY: demo test quick hub mutation setup setup-test generate lab self-check slides grade watch bench lint release
 
 demo: setup            ## set up, then grade the bundled demo class end to end
 	$(PY) -m autograder demo
 
-# The three lanes (README: Tests). Their markers are pyproject.toml's. A third worker on two
+# The four lanes (README: Tests). Their markers are pyproject.toml's. A third worker on two
 # cores gained 2 % (898 s against 919 s), not worth the timing tests' margins.
 WORKERS ?= 2
 test: setup-test       ## set up, then everything that guards behaviour (what CI runs, <15 min)
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m "not mutation"
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m "not mutation and not hub"
 
 quick: setup-test      ## no real kernel, no notebook catalogue: while you work (<3 min)
-	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not mutation" --no-kernels
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not mutation and not hub" --no-kernels
+
+hub: setup-test        ## a real JupyterHub, two courses, Chromium as students and instructor (root)
+	$(PY) -m pytest -m hub
 
 mutation: setup-test   ## mutants, seed sweeps, forger matrices, every notebook in the browser
 	$(PY) -m pytest -n 2 --dist loadgroup -m mutation

@@ -219,7 +219,7 @@ def _watch(args: argparse.Namespace) -> int:
 def _hub(args: argparse.Namespace) -> int:
     from .hub.launch import hub
 
-    return hub(args.plan)
+    return hub(args.plan, check_only=args.check)
 
 
 @_guard
@@ -331,6 +331,9 @@ def add_grading_commands(sub) -> None:
         "grades on submit, instructors grade in their course's formgrader. Ctrl-C stops it.",
     )
     p.add_argument("--plan", required=True, metavar="FILE", help="the hub's plan (TOML)")
+    p.add_argument(
+        "--check", action="store_true", help="only check the plan (one line per problem)"
+    )
     p.set_defaults(run=_hub)
 
     p = sub.add_parser(

@@ -1,6 +1,7 @@
 """The suite's lanes (README: Tests), as markers in pyproject.toml and commands in the
-Makefile: ``make quick`` (``-m "not slow and not mutation" --no-kernels``), ``make test``
-(``-m "not mutation"``, what CI runs) and ``make mutation`` (``-m mutation``).
+Makefile: ``make quick`` (``-m "not slow and not mutation and not hub" --no-kernels``),
+``make test`` (``-m "not mutation and not hub"``, what CI runs), ``make hub`` (``-m hub``:
+a real JupyterHub, as root) and ``make mutation`` (``-m mutation``).
 
 ``--no-kernels`` is how the quick lane stays quick: a test that starts a kernel, nbgrader or
 a grading run fails there, naming the command, instead of slowing every edit."""

@@ -14,7 +14,9 @@ through the Jupyter contents API), validates and submits it; that course's watch
 grades it and the student fetches the feedback in the tab; the instructor sees the
 submission in the course's formgrader. The second course's student sees neither the
 first course's assignment nor its feedback; the first course's instructor is refused the
-second course's formgrader. Screenshots go to docs/images/.
+second course's formgrader. Screenshots go to docs/images/. The tests run in this order
+(one xdist group): the instructor's and the second course's follow the first student's
+submission.
 """
 
 from __future__ import annotations
@@ -90,13 +92,6 @@ class Hub:
 
     def home(self, role: str) -> Path:
         return self.root / "home" / self.users[role]
-
-    def api(self, path: str, token: str = "") -> dict:
-        request = urllib.request.Request(f"{self.url}/hub/api{path}")
-        if token:
-            request.add_header("Authorization", f"token {token}")
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
 
 
 COURSES = ("autograd-a", "autograd-b")
@@ -397,6 +392,10 @@ def test_the_other_course_sees_nothing_of_the_first(hub, browser):
     with logged_in(browser, hub, "s2") as page:
         assert page.url.endswith(f"/lab/tree/{second}/START-HERE.md"), page.url
         assert api_json(page, hub, "s2", "courses")["value"] == [second]
+        page.click(".lm-MenuBar-itemLabel >> text=Nbgrader")  # a student's tools only
+        shown = page.locator(".lm-Menu-itemLabel:visible").all_inner_texts()
+        assert shown == ["Assignment List"], shown
+        page.keyboard.press("Escape")
         open_assignments(page)
         released = page.locator(f"#released_assignments_list .list_item:has-text('{A}')")
         released.first.wait_for()

@@ -50,13 +50,14 @@ def test_no_kernels_fails_exactly_the_tests_that_start_one(tmp_path):
 def test_the_makefile_lanes_use_pyprojects_markers():
     make = (ROOT / "Makefile").read_text()
     markers = re.findall(r'^\s+"(\w+):', (ROOT / "pyproject.toml").read_text(), re.M)
-    assert {"slow", "mutation", "browser"} <= set(markers)
+    assert {"slow", "mutation", "browser", "hub"} <= set(markers)
     lanes = {
         name: re.search(rf"^{name}:.*\n\t(.*)$", make, re.M).group(1)
-        for name in ("quick", "test", "mutation")
+        for name in ("quick", "test", "hub", "mutation")
     }
-    assert '-m "not slow and not mutation" --no-kernels' in lanes["quick"]
-    assert '-m "not mutation"' in lanes["test"]
+    assert '-m "not slow and not mutation and not hub" --no-kernels' in lanes["quick"]
+    assert '-m "not mutation and not hub"' in lanes["test"]
+    assert lanes["hub"].endswith("-m hub")
     assert "-m mutation" in lanes["mutation"]
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci

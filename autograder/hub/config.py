@@ -187,8 +187,10 @@ def configure(c: Any, plan: Plan) -> None:
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{free_port()}"
     c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
-    kinds.AUTHENTICATORS[plan.authenticator].configure(c, plan)
-    c.Authenticator.allowed_users = plan.users()
+    authenticator = kinds.AUTHENTICATORS[plan.authenticator]
+    authenticator.configure(c, plan)
+    if authenticator.plan_users_only:
+        c.Authenticator.allowed_users = plan.users()
     c.Authenticator.admin_users = set(plan.admins)
 
     c.JupyterHub.spawner_class = spawner_class(plan)

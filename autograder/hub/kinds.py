@@ -6,7 +6,9 @@ feedback travel between the course's grader and its students, and where ``watch`
 submissions from.
 
 Each entry is a small object of plain functions; the defaults do nothing, so a kind
-defines only what it needs. ``c`` is JupyterHub's configuration object.
+defines only what it needs. ``c`` is JupyterHub's configuration object. For example, in
+this module: ``EXCHANGES["ngshare"] = ExchangeKind(user_settings=..., course_settings=...)``
+(a hub-wide service is added once by ``configure``, which runs for each course of the kind).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class AuthenticatorKind:
     configure: Callable[[Any, Any], None]
     # what is wrong with the plan for this kind, one line each
     check: Callable[[Any], list[str]] = _no_problems
+    # only the plan's users may log in (c.Authenticator.allowed_users); False for a kind
+    # that decides who logs in itself
+    plan_users_only: bool = True
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ import pwd
 import sys
 from pathlib import Path
 
+from ..errors import ExitCode
 from . import kinds, settings
-from .plan import Course, Plan, PlanError, checked
+from .plan import Course, Plan, PlanError, checked, load, problems
 
 CONFIG = Path(__file__).resolve().parent / "jupyterhub_config.py"
 COURSE_SETTINGS = "nbgrader_config_hub.py"  # loaded by nbgrader_config.py when present
@@ -54,8 +55,19 @@ def command(plan: Plan) -> list[str]:
     return [str(jupyterhub), "-f", str(CONFIG)]
 
 
-def hub(plan_path: str) -> int:
-    """Check and prepare, then replace this process with JupyterHub (Ctrl-C stops it)."""
+def hub(plan_path: str, check_only: bool = False) -> int:
+    """Check and prepare, then replace this process with JupyterHub (Ctrl-C stops it);
+    with ``check_only``, say whether the plan is right and stop there."""
+    if check_only:
+        plan = load(plan_path)
+        found = problems(plan)
+        for line in found:
+            print(f"{plan.path.name}: {line}", file=sys.stderr)
+        if found:
+            return ExitCode.PROBLEMS
+        users = len(plan.users())
+        print(f"{plan.path.name}: {len(plan.courses)} courses, {users} users: no problems")
+        return ExitCode.OK
     plan = checked(plan_path)
     if os.geteuid() != 0:
         raise PlanError("the hub starts servers as its users: run it as root")
