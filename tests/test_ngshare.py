@@ -265,6 +265,50 @@ def test_the_ngshare_kind_sets_users_the_course_and_one_service(tmp_path):
     assert (plan.state / "ngshare").stat().st_mode & 0o777 == 0o700
 
 
+class Api:
+    """ngshare for a release: the assignment exists; ``submissions`` of it."""
+
+    def __init__(self, submissions: int):
+        self.submissions, self.calls = submissions, []
+
+    def post(self, path, **params):
+        self.calls.append(("POST", path))
+        if len(self.calls) == 1:
+            raise NgshareError(f"POST {path}: 409 Assignment already exists")
+        return {"success": True}
+
+    def get(self, path, **params):
+        self.calls.append(("GET", path))
+        return {"success": True, "submissions": [{"student_id": "ada"}] * self.submissions}
+
+    def delete(self, path):
+        self.calls.append(("DELETE", path))
+        return {"success": True}
+
+
+@pytest.mark.parametrize("submissions", [0, 2])
+def test_a_forced_release_never_deletes_students_submissions(tmp_path, monkeypatch, submissions):
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeError
+
+    api = Api(submissions)
+    monkeypatch.setattr(exchange.Ngshare, "api", property(lambda self: api))
+    monkeypatch.setattr(exchange.default.ExchangeReleaseAssignment, "copy_files", lambda s: None)
+    coursedir = CourseDirectory(course_id="fall", assignment_id="01_value")
+    step = exchange.NgshareReleaseAssignment(coursedir=coursedir, authenticator=None, force=True)
+    step.dest_path = str(tmp_path)
+    if not submissions:
+        step.copy_files()
+        assert ("DELETE", "assignment/fall/01_value") in api.calls
+        return
+    with pytest.raises(ExchangeError) as raised:
+        step.copy_files()
+    assert str(raised.value) == (
+        "Not released: --force would delete the 2 submissions of 01_value in ngshare"
+    )
+    assert [m for m, _ in api.calls] == ["POST", "GET"]  # nothing deleted
+
+
 def test_a_watch_on_ngshare_without_a_token_or_with_odd_people_says_so(tmp_path, monkeypatch):
     from autograder.watch.settings import Watch, WatchError
 

@@ -76,13 +76,13 @@ def nb(student: StudentUser, *args: str, check: bool = True) -> subprocess.Compl
     return student.run("nbgrader", *args, course, check=check)
 
 
-def release(world: World, *flags: str) -> str:
+def release(world: World, *flags: str, check: bool = True) -> str:
     """The instructor's release: nbgrader in the course folder, as its grader account,
     with the instructor's token (the grader account cannot log in: it has none)."""
     world.grader.env = (f"JUPYTERHUB_API_TOKEN={world.hub.token(world.hub.instructor)}",)
     argv = [sys.executable, "-m", "nbgrader", "release_assignment", A, *flags]
     inside = 'cd "$1" && shift && exec "$@"'
-    proc = world.grader.run("sh", "-c", inside, "sh", str(world.course.path), *argv)
+    proc = world.grader.run("sh", "-c", inside, "sh", str(world.course.path), *argv, check=check)
     return proc.stdout + proc.stderr
 
 
@@ -163,8 +163,13 @@ def test_what_ngshare_lets_through_the_watcher_refuses_with_a_note(world):
 
 
 def test_students_submit_through_ngshare_and_fetch_the_watchers_feedback(world):
-    # again, as a course does after a fix: ngshare drops the release and its submissions
-    assert "Released to ngshare" in release(world, "--force")
+    # again, as a course does after a fix: ngshare would drop the release and the
+    # submissions it holds (mallory's, the test before), so --force is refused
+    teacher = world.hub.client(world.hub.instructor)
+    held = len(teacher.get(f"submissions/{course_id()}/{A}")["submissions"])
+    said = release(world, "--force", check=False)
+    assert f"--force would delete the {held} submissions of {A} in ngshare" in said, said
+    assert len(teacher.get(f"submissions/{course_id()}/{A}")["submissions"]) == held
     listed = nb(world.ada, "list")
     assert f"{course_id()} {A}" in listed.stdout + listed.stderr
     solved = read(SOLUTIONS, A)

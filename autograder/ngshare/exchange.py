@@ -237,9 +237,20 @@ class NgshareReleaseAssignment(Ngshare, default.ExchangeReleaseAssignment):
         except NgshareError as exc:
             if not self.force or ": 409 " not in str(exc):
                 self.fail(f"Not released: {exc}")
+            self.refuse_losing_submissions(course, assignment)
             self.api.delete(path)
             self.api.post(path, files=files)
         self.log.info("Released to ngshare: %s %s", course, assignment)
+
+    def refuse_losing_submissions(self, course: str, assignment: str) -> None:
+        """ngshare deletes an assignment's submissions with it: --force stops at any."""
+        rows = self.api.get(f"submissions/{course}/{assignment}").get("submissions")
+        count = len(rows) if isinstance(rows, list) else 0
+        if count:
+            self.fail(
+                f"Not released: --force would delete the {count} submissions of {assignment} "
+                "in ngshare"
+            )
 
 
 class NgshareCollect(Ngshare, default.ExchangeCollect):
