@@ -1,13 +1,14 @@
-"""The course's hub with an ngshare course, started as README's "Run it on a JupyterHub"
+"""The course's hub with ngshare courses, started as README's "Run it on a JupyterHub"
 starts it: ``python -m autograder hub --plan hub.toml`` as root, on free ports of
-127.0.0.1, the course's exchange ``"ngshare"`` (autograder/hub/ngshare.py). The hub runs
-ngshare as its managed service and the course's formgrader and watch services as the
-course's grader account; the users are real unix users (tests/exchange.py, prefix ``ns-``).
+127.0.0.1, each course's exchange ``"ngshare"`` (autograder/hub/ngshare.py). The hub runs
+ngshare as its managed service (which makes the courses in it) and each course's
+formgrader and watch services as the course's grader account; the users are real unix
+users (tests/exchange.py, prefix ``ns-``). The first course is the one the tests grade in.
 Users' API tokens come from ``jupyterhub token`` (JupyterHub's own command, on the hub's
 database), as each user's server gets one. Everything is stopped (the hub's whole process
 group) and removed at the end, whether the test passed or failed.
 
-    with NgshareHub(folder, course, grader, instructor, students) as hub:
+    with NgshareHub(folder, [Planned(course, grader, instructor, students), ...]) as hub:
         hub.token(user), hub.client(user), hub.student_env(user), hub.watch_log()
 """
 
@@ -23,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 from helpers import ROOT, VENV_BIN
 
@@ -56,26 +58,37 @@ def stop(proc: subprocess.Popen, wait: float = 60) -> None:
     proc.wait(10)
 
 
-def write_plan(folder: Path, course: str, grader: str, instructor: str, students) -> Path:
+class Planned(NamedTuple):  # one course of the plan: id, grader, instructor, students
+    id: str
+    grader: str
+    instructor: str
+    students: tuple[str, ...]
+
+
+def write_plan(folder: Path, courses: list[Planned]) -> Path:
     path = folder / "hub.toml"
-    names = ", ".join(f'"{s}"' for s in students)
+    tables = [
+        f'[[courses]]\nid = "{c.id}"\nfolder = "courses/{c.id}"\ngrader = "{c.grader}"\n'
+        f"instructors = {json.dumps([c.instructor])}\nstudents = {json.dumps(list(c.students))}"
+        '\nexchange = "ngshare"\n'
+        for c in courses
+    ]
     path.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {free_port()}\nstate = "state"\n'
         f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
-        '[authenticator]\nkind = "dummy"\npassword = "unused: tokens only"\n\n'
-        f'[[courses]]\nid = "{course}"\nfolder = "courses/{course}"\ngrader = "{grader}"\n'
-        f'instructors = ["{instructor}"]\nstudents = [{names}]\nexchange = "ngshare"\n',
+        '[authenticator]\nkind = "dummy"\npassword = "unused: tokens only"\n\n' + "\n".join(tables),
         encoding="utf-8",
     )
     return path
 
 
 class NgshareHub:
-    def __init__(self, folder: Path, course: str, grader: str, instructor: str, students):
-        self.folder, self.course = folder, course
-        self.grader, self.instructor = grader, instructor
-        self.plan_path = write_plan(folder, course, grader, instructor, students)
-        self.course_folder = folder / "courses" / course
+    def __init__(self, folder: Path, courses: list[Planned]):
+        self.folder, self.courses = folder, courses
+        first = courses[0]
+        self.course, self.grader, self.instructor = first.id, first.grader, first.instructor
+        self.plan_path = write_plan(folder, courses)
+        self.course_folder = folder / "courses" / first.id
         self.proc: subprocess.Popen | None = None
         self.log = folder / "hub.log"
         self.tokens: dict[str, str] = {}
@@ -108,8 +121,8 @@ class NgshareHub:
             self.proc = None
 
     def _wait(self) -> None:
-        """Until the hub, ngshare and the course's watch service answer, and the watch
-        service has made the course in ngshare (an instructor can list its students)."""
+        """Until the hub, ngshare and every course's watch service answer, and ngshare has
+        made the courses (each course's instructor can list its students)."""
         deadline = time.monotonic() + START
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
@@ -126,10 +139,11 @@ class NgshareHub:
                     pass
             except (urllib.error.URLError, OSError):
                 return False
-        if f"and {self.ngshare_url} every" not in self.tail(100_000):
-            return False  # the watch service has not started watching yet
+        if self.tail(1_000_000).count(f"and {self.ngshare_url} every") < len(self.courses):
+            return False  # a watch service has not started watching yet
         try:
-            self.client(self.instructor).get(f"students/{self.course}")
+            for course in self.courses:
+                self.client(course.instructor).get(f"students/{course.id}")
         except NgshareError:
             return False
         return True

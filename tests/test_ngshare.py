@@ -17,6 +17,7 @@ from autograder.ngshare.client import (
     Limits,
     NgshareError,
     TooLarge,
+    Unreachable,
     check_files,
     check_name,
     pack,
@@ -246,10 +247,7 @@ def test_the_ngshare_kind_sets_users_the_course_and_one_service(tmp_path):
     c = Config()
     exec(kind.course_settings(plan, fall), {"c": c})
     assert (c.Watch.ngshare_url, c.Watch.exchange, c.Ngshare.url) == (url, "off", url)
-    assert c.Watch.ngshare_course == {
-        "instructors": ["fall", "watch-fall", "barbara"],
-        "students": ["ada"],
-    }
+    assert "ngshare_course" not in c.Watch  # the watcher makes no course: it is no admin
     c = Config()
     c.JupyterHub.services = [{"name": "fall"}]
     c.Spawner.environment = {"PATH": "/bin"}
@@ -257,12 +255,98 @@ def test_the_ngshare_kind_sets_users_the_course_and_one_service(tmp_path):
         kinds.EXCHANGES["ngshare"].configure(c, plan, course)
     (entry,) = [s for s in c.JupyterHub.services if s["name"] == "ngshare"]
     assert len(c.JupyterHub.services) == 2 and entry["url"].startswith("http://127.0.0.1:")
-    assert entry["command"][entry["command"].index("--admins") + 1] == "watch-fall,watch-spring"
+    assert entry["command"][entry["command"].index("--admins") + 1] == "ngshare"  # itself
+    assert "user" not in entry  # the hub's own (root's): no course account reads its token
+    roster = plan.state / "ngshare" / "courses.json"
+    assert entry["environment"]["AUTOGRADER_NGSHARE_COURSES"] == str(roster)
     assert c.Spawner.environment == {"PATH": "/bin", "PYTHONPATH": str(plan.state / "python")}
     kind.prepare(plan, fall)
     shipped = plan.state / "python" / "autograder" / "ngshare" / "exchange.py"
     assert shipped.stat().st_mode & 0o777 == 0o644
     assert (plan.state / "ngshare").stat().st_mode & 0o777 == 0o700
+    assert roster.stat().st_mode & 0o777 == 0o600
+    assert json.loads(roster.read_text()) == {
+        "fall": {"instructors": ["fall", "watch-fall", "barbara"], "students": ["ada"]},
+        "spring": {"instructors": ["spring", "watch-spring", "barbara"], "students": ["ada"]},
+    }
+
+
+@pytest.mark.parametrize("name", ["ngshare", "fall", "watch-spring"])
+def test_a_user_named_as_a_service_ngshare_knows_is_named(tmp_path, name):
+    from dataclasses import replace
+
+    from autograder.hub.plan import problems
+
+    plan = ngshare_plan(tmp_path)
+    fall, spring = plan.courses
+    plan = replace(plan, courses=(replace(fall, students=("ada", name)), spring))
+    found = [p for p in problems(plan, exists=lambda n: True) if "named as a service" in p]
+    assert len(found) == 1 and f"user {name} is named as a service (ngshare" in found[0], found
+
+
+class Flaky:
+    """ngshare not answering yet, then answering."""
+
+    def __init__(self, misses: int):
+        self.misses, self.posted = misses, []
+
+    def post(self, path, **params):
+        if self.misses:
+            self.misses -= 1
+            raise Unreachable(f"POST {path}: ngshare cannot be reached (refused)")
+        self.posted.append(path)
+        return {"success": True, "status": []}
+
+
+def test_ngshare_makes_its_courses_when_it_can_and_says_when_it_cannot(capsys):
+    from autograder.ngshare.service import enrol_all
+
+    people = {"fall": {"instructors": ["fall", "watch-fall", "barbara"], "students": ["ada"]}}
+    flaky = Flaky(misses=1)
+    enrol_all(flaky, people, within=30)
+    assert flaky.posted == [
+        "course/fall",
+        "instructor/fall/fall",
+        "instructor/fall/watch-fall",
+        "instructor/fall/barbara",
+        "students/fall",
+    ]
+    assert capsys.readouterr().err == "ngshare: courses made: fall\n"
+    enrol_all(Flaky(misses=10**6), people, within=0.5)
+    said = capsys.readouterr().err
+    assert said.startswith("ngshare: courses not made (fall): POST course/fall: ngshare cannot")
+    assert said.count("\n") == 1
+
+
+class Handler:
+    """What ngshare's checks read of a request: the token's user, the admins."""
+
+    def __init__(self, name: str, kind: str):
+        from types import SimpleNamespace
+
+        self.model = {"name": name, "kind": kind}
+        self.user = SimpleNamespace(id=name)
+        self.application = SimpleNamespace(admin=["ngshare"])
+
+
+def test_ngshares_admin_is_the_service_never_a_user_of_its_name(monkeypatch):
+    from ngshare import ngshare as app
+
+    from autograder.ngshare import service
+
+    monkeypatch.setattr(app.MyRequestHandler, "user_for_token", lambda self, t: self.model)
+    monkeypatch.setattr(app.MyHelpers, "is_admin", app.MyHelpers.is_admin)
+    service._admins_are_services()
+    service._admins_are_services()  # once is enough: a second call changes nothing
+
+    def admin(name: str, kind: str) -> bool:
+        handler = Handler(name, kind)
+        app.MyRequestHandler.user_for_token(handler, "t")
+        return app.MyHelpers.is_admin(handler)
+
+    assert admin("ngshare", "service")
+    assert not admin("ngshare", "user")
+    assert not admin("watch-fall", "service")
 
 
 class Api:
@@ -309,7 +393,7 @@ def test_a_forced_release_never_deletes_students_submissions(tmp_path, monkeypat
     assert [m for m, _ in api.calls] == ["POST", "GET"]  # nothing deleted
 
 
-def test_a_watch_on_ngshare_without_a_token_or_with_odd_people_says_so(tmp_path, monkeypatch):
+def test_a_watch_on_ngshare_without_a_token_says_so(tmp_path, monkeypatch):
     from autograder.watch.settings import Watch, WatchError
 
     monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
@@ -318,9 +402,7 @@ def test_a_watch_on_ngshare_without_a_token_or_with_odd_people_says_so(tmp_path,
     with pytest.raises(WatchError, match=r"^c\.Watch\.ngshare_url is set but JUPYTERHUB_API_TOKEN"):
         Watch(ngshare_url=url).ngshare("c", tmp_path)
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "t")
-    with pytest.raises(WatchError, match=r"^c\.Watch\.ngshare_course: only 'instructors' and"):
-        Watch(ngshare_url=url, ngshare_course={"admins": ["x"]}).ngshare("c", tmp_path)
-    assert Watch(ngshare_url=url).ngshare("c", tmp_path).enrol is None
+    assert Watch(ngshare_url=url).ngshare("c", tmp_path).course == "c"
 
 
 @pytest.mark.parametrize("kind", ["NgshareCollect", "NgshareReleaseFeedback"])

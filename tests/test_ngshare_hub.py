@@ -6,7 +6,9 @@ and settings the hub gives their servers (their own token, the exchange classes 
 autograder/ngshare/exchange.py); an instructor's token releases with ``nbgrader
 release_assignment`` as the grader, in the course folder. Attacks go straight to
 ngshare's API with a student's token: what ngshare lets through, the watcher refuses with
-a note, losing nothing and stopping nothing."""
+a note, losing nothing and stopping nothing. A second ngshare course on the same hub is
+out of reach of the first's people and services, whose tokens its instructors can read
+(the last test)."""
 
 from __future__ import annotations
 
@@ -24,9 +26,9 @@ import nbformat
 import pytest
 from exchange import StudentUser, StudentUsers, course_id, need_student_users, shared_tmp
 from helpers import SOLUTIONS, ScratchCourse, mutate, notebook_path, read
-from ngshare_hub import NgshareHub, kill_processes_of, read_json_lines
+from ngshare_hub import NgshareHub, Planned, kill_processes_of, read_json_lines
 
-from autograder.ngshare.client import NgshareError
+from autograder.ngshare.client import Client, NgshareError
 
 pytestmark = [pytest.mark.hub, pytest.mark.slow, pytest.mark.xdist_group("ngshare_hub")]
 
@@ -47,6 +49,11 @@ class World:
     eve: StudentUser
     mallory: StudentUser
     cleo: StudentUser  # works in her server, as the Assignments tab does
+    other: Planned  # the second course (no grading there)
+
+
+def other_id() -> str:
+    return f"{course_id()}-b"
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +62,26 @@ def world():
     with shared_tmp("ns-") as folder, StudentUsers(folder / "home", None, prefix="ns-") as users:
         grader, teacher = users.make("grader"), users.make("teacher")
         students = [users.make(label) for label in ("ada", "bob", "eve", "mallory", "cleo")]
-        course = ScratchCourse(folder / "courses" / course_id(), [A])
-        course.release(A)  # generate_assignment: notebooks/, the gradebook
-        with (course.path / "nbgrader_config.py").open("a") as fh:
-            fh.write(OVERRIDES)
-        subprocess.run(["chown", "-R", f"{grader.name}:", str(course.path)], check=True)
-        names = [s.name for s in students]
+        other_grader, other_teacher, dan = (users.make(x) for x in ("graderb", "teacherb", "dan"))
+        planned = []
+        for cid, owner, students_of in (
+            (course_id(), grader, students),
+            (other_id(), other_grader, [dan]),
+        ):
+            course = ScratchCourse(folder / "courses" / cid, [A])
+            course.release(A)  # generate_assignment: notebooks/, the gradebook
+            with (course.path / "nbgrader_config.py").open("a") as fh:
+                fh.write(OVERRIDES)
+            subprocess.run(["chown", "-R", f"{owner.name}:", str(course.path)], check=True)
+            teaches = teacher if owner is grader else other_teacher
+            names = tuple(s.name for s in students_of)
+            planned.append((course, Planned(cid, owner.name, teaches.name, names)))
+        (course, first), (_, other) = planned
         try:
-            with NgshareHub(folder, course_id(), grader.name, teacher.name, names) as hub:
+            with NgshareHub(folder, [first, other]) as hub:
                 for student in students:
                     student.env = hub.student_env(student.name)
-                yield World(hub, course, grader, *students)
+                yield World(hub, course, grader, *students, other)
         finally:
             kill_processes_of([u.uid for u in users.made])
 
@@ -263,3 +279,91 @@ def test_the_assignments_tab_in_a_students_server_fetches_submits_and_shows_feed
         assert "✓ passed" in page.read_text()
     finally:
         call(f"{hub.url}/hub/api/users/{cleo.name}/server", token, "DELETE")
+
+
+def service_token(grader: StudentUser, marker: bytes) -> str:
+    """The Hub token of the grader account's service whose command line holds ``marker``,
+    read as its instructors can: from the process's environment, as the grader account
+    (a terminal in the course's formgrader runs as it)."""
+    pids = [
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and _owner(entry) == grader.uid
+        and marker in _read_bytes(entry / "cmdline")
+    ]
+    assert pids, f"no process of {grader.name} with {marker!r}"
+    environ = grader.run("cat", f"/proc/{pids[0]}/environ").stdout.split("\0")
+    (token,) = [v.split("=", 1)[1] for v in environ if v.startswith("JUPYTERHUB_API_TOKEN=")]
+    return token
+
+
+def _owner(path: Path) -> int:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return -1
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_one_courses_people_and_services_have_no_rights_in_anothers(world):
+    """Course A's watch and formgrader tokens (its instructors can read them) and A's
+    people are refused in course B: B's submissions, feedback, releases, assignments.
+    ngshare's only admin, ngshare itself, keeps its token where A's grader cannot read it."""
+    hub, other = world.hub, world.other
+    b_teacher, dan = hub.client(other.instructor), hub.client(other.students[0])
+    b_teacher.post(f"assignment/{other.id}/{A}", files=files(f"{A}.ipynb", b"{}"))
+    sent = dan.post(f"submission/{other.id}/{A}", files=files(f"{A}.ipynb", b"{}"))
+    listed = b_teacher.get(f"submissions/{other.id}/{A}")["submissions"]
+    assert [s["student_id"] for s in listed] == [other.students[0]]  # B's own see it
+    grader = world.grader
+    for marker in (b"watch\0--course", b"jupyterhub-singleuser"):
+        a_service = Client(hub.ngshare_url, service_token(grader, marker))
+        a_service.get(f"students/{course_id()}")  # an instructor of its own course
+        refused = {
+            "submissions": lambda c=a_service: c.get(f"submissions/{other.id}/{A}"),
+            "a submission": lambda c=a_service: c.get(
+                f"submission/{other.id}/{A}/{other.students[0]}", timestamp=sent["timestamp"]
+            ),
+            "feedback": lambda c=a_service: c.post(
+                f"feedback/{other.id}/{A}/{other.students[0]}",
+                timestamp=sent["timestamp"],
+                files=files("x.html", b"<p>forged</p>"),
+            ),
+            "a release": lambda c=a_service: c.post(
+                f"assignment/{other.id}/99_forged", files=files("x.ipynb", b"{}")
+            ),
+            "a course": lambda c=a_service: c.post("course/forged-course"),
+            "an instructor": lambda c=a_service: c.post(
+                f"instructor/{other.id}/{world.ada.name}", first_name="", last_name="", email=""
+            ),
+        }
+        for what, call in refused.items():
+            try:
+                call()
+            except NgshareError as exc:
+                assert ": 403 Permission denied" in str(exc), (marker, what, str(exc))
+            else:
+                pytest.fail(f"a token of course A's {marker!r} got {what} in course B")
+        assert a_service.get("courses")["courses"] == [course_id()]  # no admin: its own only
+    for person in (hub.instructor, world.ada.name):
+        with pytest.raises(NgshareError, match=r": 403 Permission denied"):
+            hub.client(person).get(f"assignments/{other.id}")
+    assert b_teacher.get(f"assignments/{other.id}")["assignments"] == [A]  # nothing added
+    feedback = dan.get(f"feedback/{other.id}/{A}/{other.students[0]}", timestamp=sent["timestamp"])
+    assert feedback["files"] == []  # nothing forged reached dan
+    ngshare_pids = [
+        e.name
+        for e in Path("/proc").iterdir()
+        if e.name.isdigit() and b"autograder.ngshare.service" in _read_bytes(e / "cmdline")
+    ]
+    assert ngshare_pids
+    for pid in ngshare_pids:  # the admin's token: root's process, closed to the grader
+        said = grader.run("cat", f"/proc/{pid}/environ", check=False)
+        assert said.returncode != 0 and "Permission denied" in said.stderr, said.stdout[:200]

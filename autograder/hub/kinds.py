@@ -71,5 +71,6 @@ EXCHANGES: dict[str, ExchangeKind] = {
         course_settings=ngshare.course_settings,
         prepare=ngshare.prepare,
         configure=ngshare.configure,
+        check=ngshare.check,
     ),
 }

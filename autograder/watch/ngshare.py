@@ -63,29 +63,13 @@ def stamp_time(timestamp: str) -> datetime | None:
 class NgshareSource:
     """The submissions of ``course`` in ngshare, as the grader sees them."""
 
-    def __init__(
-        self,
-        client: Client,
-        course: str,
-        folder: Path,
-        enrol: tuple[list[str], list[str]] | None = None,
-    ):
+    def __init__(self, client: Client, course: str, folder: Path):
         self.client, self.course = client, course
         self.folder = folder  # where fetched submissions wait to be taken
-        self.enrol = enrol  # (instructors, students) to put in ngshare first, or None
-
-    def enrolled(self) -> None:
-        """The course in ngshare with its people (c.Watch.ngshare_course), once."""
-        if self.enrol is not None:
-            from ..ngshare.service import enrol
-
-            enrol(self.client, self.course, *self.enrol)
-            self.enrol = None
 
     def listing(self, known: set[str]) -> list[Remote]:
         """Every submission of every assignment ngshare holds for the course whose key is
         not in ``known`` (a listing that is not as documented: none)."""
-        self.enrolled()
         released = self.client.get(f"assignments/{self.course}").get("assignments")
         found = []
         for assignment in released if isinstance(released, list) else []:

@@ -42,9 +42,6 @@ class Watch(Configurable):
         help="ngshare to take submissions from too ('': none), e.g. http://127.0.0.1:8000"
         "/services/ngshare/, with the grader's Hub token in JUPYTERHUB_API_TOKEN",
     ).tag(config=True)
-    ngshare_course = Dict(help='{"instructors": [...], "students": [...]} put in ngshare').tag(
-        config=True
-    )
     inbox = Unicode(
         "inbox",
         help="a folder of submissions for courses without the exchange, relative to the "
@@ -120,9 +117,4 @@ class Watch(Configurable):
         from ..ngshare.client import Client
         from .ngshare import NgshareSource
 
-        course = self.ngshare_course
-        if set(course) - {"instructors", "students"}:
-            raise WatchError("c.Watch.ngshare_course: only 'instructors' and 'students'")
-        enrol = (list(course.get("instructors", [])), list(course.get("students", [])))
-        client = Client(self.ngshare_url, token)
-        return NgshareSource(client, course_id, folder, enrol if course else None)
+        return NgshareSource(Client(self.ngshare_url, token), course_id, folder)
