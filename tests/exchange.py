@@ -206,6 +206,7 @@ class StudentUser:
     uid: int
     home: Path
     exchange: Exchange
+    env: tuple[str, ...] = ()  # more NAME=value for every command (a hub token, ...)
 
     def command(self, *argv: str) -> list[str]:
         """``argv`` as this user, in a clean environment (see the module's docstring)."""
@@ -217,6 +218,7 @@ class StudentUser:
             f"LOGNAME={self.name}",
             f"PATH={VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
             "LANG=C.UTF-8",
+            *self.env,
         ]
         user = ["setpriv", f"--reuid={self.name}", f"--regid={self.name}", "--init-groups"]
         cmd = [*user, *env, *argv]
@@ -287,9 +289,10 @@ class StudentUsers:
     """Makes student users with homes in ``homes`` (``make``) and removes them all, homes
     too, at the end of a ``with`` block (or on ``remove``)."""
 
-    def __init__(self, homes: Path, exchange: Exchange) -> None:
+    def __init__(self, homes: Path, exchange: Exchange, prefix: str = PREFIX) -> None:
         self.homes = homes
         self.exchange = exchange
+        self.prefix = prefix
         self.made: list[StudentUser] = []
 
     def __enter__(self) -> StudentUsers:
@@ -299,11 +302,12 @@ class StudentUsers:
         self.remove()
 
     def make(self, label: str = "student", exchange: Exchange | None = None) -> StudentUser:
-        """A new user named nbx-<label>-<6 hex digits>, a student of ``exchange`` (by
-        default this pool's). ``label``: 1 to 12 lowercase letters and digits."""
+        """A new user named <prefix><label>-<6 hex digits> (prefix: nbx- unless the pool
+        was given another), a student of ``exchange`` (by default this pool's).
+        ``label``: 1 to 12 lowercase letters and digits."""
         if not re.fullmatch(r"[a-z][a-z0-9]{0,11}", label):
             raise ValueError(f"label {label!r}: 1 to 12 lowercase letters and digits")
-        name = f"{PREFIX}{label}-{secrets.token_hex(3)}"
+        name = f"{self.prefix}{label}-{secrets.token_hex(3)}"
         home = self.homes / name
         self.homes.mkdir(mode=0o755, parents=True, exist_ok=True)
         useradd = [

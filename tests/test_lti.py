@@ -282,6 +282,8 @@ def test_an_lti13_plan_configures_the_hub_and_the_graders_export(tmp_path):
     assert (a.username_key, a.username_prefix, a.uri_scheme) == ("email", "u-", "auto")
     assert a.courses == {"AUTOGRAD-101": "autograd"}
     assert a.course_roots == {"autograd": str(tmp_path / "course")}
+    grader = plan.courses[0].grader  # nobody launches into a grader's or a service's name
+    assert a.no_login == {grader, "autograd", "watch-autograd", "ngshare"}
     text = course_settings(plan, plan.courses[0])
     exec(compile(text, "nbgrader_config_hub.py", "exec"), {"c": (c := Config())})
     assert c.Watch.lti_scores is True
@@ -371,7 +373,9 @@ def test_the_hub_refuses_a_launch_it_cannot_place(lms, tmp_path):
     assert asyncio.run(auth.authenticate(handler, teacher)) == {"name": "lt-teacher"}
     assert not hasattr(handler, "lti_group")  # the plan's groups hold instructors
     grader = claims(lms, "ada") | {"sub": "GRADER"}
-    assert refused(auth, grader) == "lt-grader is a course's grader account: nobody logs in as it"
+    assert (
+        refused(auth, grader) == "lt-grader is a grader's or a service's name: nobody logs in as it"
+    )
     root = authenticator(tmp_path, username_prefix="")
     assert refused(root, claims(lms, "ada") | {"sub": "root"}) == (
         "root is a system account: nobody logs in as it"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import auth, filesystem, lti
+from . import auth, filesystem, lti, ngshare
 
 
 def _no_problems(*_: Any) -> list[str]:
@@ -74,5 +74,12 @@ EXCHANGES: dict[str, ExchangeKind] = {
         course_settings=filesystem.course_settings,
         prepare=filesystem.prepare,
         check=filesystem.check,
+    ),
+    "ngshare": ExchangeKind(
+        user_settings=ngshare.user_settings,
+        course_settings=ngshare.course_settings,
+        prepare=ngshare.prepare,
+        configure=ngshare.configure,
+        check=ngshare.check,
     ),
 }

@@ -65,7 +65,13 @@ def configure(c: Any, plan: Any) -> None:
     a.courses = contexts(plan)
     a.course_roots = {course.id: str(course.folder) for course in plan.courses}
     a.instructors = {name for course in plan.courses for name in course.instructors}
-    a.no_login = {course.grader for course in plan.courses}
+    # graders, and names of the hub's services (ngshare knows people by name only: a user
+    # called watch-<course> would be that course's instructor there)
+    a.no_login = (
+        {course.grader for course in plan.courses}
+        | {name for course in plan.courses for name in (course.id, f"watch-{course.id}")}
+        | {"ngshare"}
+    )
     a.plan_users = plan.users()
     a.made_dir = str(plan.state / "lti-made-users")
     # "auto": the scheme the browser used, from the HTTPS proxy's X-Forwarded-Proto

@@ -107,7 +107,9 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         config=True,
         help="the plan's instructors: their launches need an LMS teaching role",
     )
-    no_login = Set(Unicode(), config=True, help="users nobody logs in as (the graders)")
+    no_login = Set(
+        Unicode(), config=True, help="users nobody logs in as (graders, the hub's services)"
+    )
     plan_users = Set(Unicode(), config=True, help="the plan's people: their accounts exist")
     made_dir = Unicode(
         "", config=True, help="a folder (root's) of one file per unix user a launch made"
@@ -161,7 +163,7 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         if _system_account(name):
             raise HTTPError(403, f"{name} is a system account: nobody logs in as it")
         if name in self.no_login:
-            raise HTTPError(403, f"{name} is a course's grader account: nobody logs in as it")
+            raise HTTPError(403, f"{name} is a grader's or a service's name: nobody logs in as it")
         if name in self.instructors and not any(r.endswith(TEACHING) for r in roles):
             raise HTTPError(403, f"{name} is an instructor: the LMS gave no instructor role")
         try:

@@ -3,7 +3,8 @@ where students look, with nobody at the keyboard.
 
 One cycle (``Watcher.cycle``), every ``c.Watch.interval`` seconds:
 
-1. Look at nbgrader's exchange (``<root>/<course>/inbound``) and the inbox (inbound.py).
+1. Look at nbgrader's exchange (``<root>/<course>/inbound``), the inbox (inbound.py) and
+   ngshare (ngshare.py, ``c.Watch.ngshare_url``).
    Each new arrival is checked; a refused one gets a line in the log and in
    ``watch/refused.jsonl``, once (looked at again only if its folder changes); a taken
    one is copied into ``watch/archive/`` (regular files, within bounds: tree.py) and
@@ -47,9 +48,10 @@ from ..course import Course, open_course
 from ..errors import ExitCode, GraderError
 from ..intake.discovery import folder_digest
 from ..kernel import limits as oslimits
+from ..ngshare.client import NgshareError
 from ..record import GradingRecord
 from ..schedule import Schedule
-from . import early, inbound
+from . import early, inbound, lms
 from .history import Entry, History, claim_html, known_keys, refuse, refused_marks
 from .settings import Watch
 from .tree import Refused, mark, remove_partials
@@ -94,6 +96,7 @@ class Watcher:
         self.exchange = self.settings.exchange_root(self.course.config)
         inbox = Path(self.settings.inbox)
         self.inbox = inbox if inbox.is_absolute() else self.course.root / inbox
+        self.ngshare = self.settings.ngshare(self.course.course_id, self.folder / "ngshare")
         self.jobs, self.limits, self.scheduler = jobs, limits, scheduler
         self.stream = stream or sys.stdout
         self.known = known_keys(self.folder)
@@ -145,6 +148,30 @@ class Watcher:
         arrivals = inbound.scan(self.inbound, "exchange", self.known) + inbound.scan(
             self.inbox, "inbox", self.known
         )
+        try:
+            self._take_each(arrivals + self._from_ngshare(report), report)
+        finally:
+            if self.ngshare is not None:
+                self.ngshare.clear()
+
+    def _from_ngshare(self, report: CycleReport) -> list[inbound.Arrival]:
+        """New submissions in ngshare, fetched and checked (watch/ngshare.py); one that
+        cannot be believed is refused, one ngshare cannot give now is asked for again."""
+        if self.ngshare is None:
+            return []
+        try:
+            return self.ngshare.arrivals(
+                self.known,
+                self.settings.bounds,
+                lambda k, why: self._refuse(k, why, report),
+                self.log,
+            )
+        except NgshareError as exc:
+            report.failures.append(f"ngshare: {exc}")
+            self.log(f"ngshare cannot be read, trying again in the next cycle: {exc}")
+            return []
+
+    def _take_each(self, arrivals: list[inbound.Arrival], report: CycleReport) -> None:
         for arrival in sorted(arrivals, key=lambda a: (a.submitted, a.key)):
             if arrival.key in self.known:
                 continue
@@ -328,27 +355,8 @@ class Watcher:
         self.log(f"cycle done in {time.monotonic() - started:.1f} s")
 
     def _send_scores(self, graded: list[tuple[str, str]], report: CycleReport) -> None:
-        """The graded students' scores to the LMS (LTI AGS: export --to lti); a failure
-        is logged and reported, never stops the watcher."""
-        from ..grade.export import export
-
-        for assignment in sorted({a for _, a in graded}):
-            students = [s for s, a in graded if a == assignment]
-            try:
-                sent = export(
-                    [assignment],
-                    root=self.course.root,
-                    db_url=self.course.db_url,
-                    to="lti",
-                    students=students,
-                    out=self.folder,  # watch/lti.csv: what it sent last
-                )
-            except GraderError as exc:
-                report.failures.append(f"{assignment}: scores not sent to the LMS: {exc}")
-                self.log(f"{assignment}: scores not sent to the LMS: {exc}")
-                continue
-            for line in [*sent.notes[:1], *sent.problems]:
-                self.log(f"{assignment}: LMS: {line}")
+        """The graded students' scores to the LMS (lms.py); never stops the watcher."""
+        report.failures += lms.send_scores(self.course, graded, self.folder, self.log)
 
     def _flag_record(self, student: str, assignment: str, record: GradingRecord, flag: str) -> None:
         """The claim's flag in the grader's record (``review``: grades.csv, the report)."""
@@ -397,10 +405,14 @@ class Watcher:
             for student, history, entry in mine:
                 try:
                     self._pages(student, assignment, history, entry, level)
+                    folder = self.course.feedback / student / assignment
                     if entry.source == "exchange" and self.exchange is not None:
-                        folder = self.course.feedback / student / assignment
                         kept = self.folder / entry.kept
                         self._release(student, assignment, folder, kept, report)
+                    elif entry.source == "ngshare" and self.ngshare is not None:
+                        self.ngshare.release(entry.key, folder)
+                        report.released.append(f"{student}/{assignment}")
+                        self.log(f"feedback released to {student} for {assignment} in ngshare")
                 except Exception as exc:  # that student's pages only
                     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
                     report.failures.append(f"{student}/{assignment}: feedback failed: {why}")
@@ -532,6 +544,7 @@ def watch(
     """Run the watcher until SIGTERM or Ctrl-C (``once``: until nothing is left to do)."""
     watcher = Watcher(root, db_url=db_url, jobs=jobs, limits=limits, stream=stream)
     where = [str(p) for p in (watcher.inbound, watcher.inbox) if p is not None]
+    where += [watcher.settings.ngshare_url] if watcher.ngshare is not None else []
     watcher.log(
         f"watching {' and '.join(where)} every {watcher.settings.interval:g} s "
         f"(policy: {watcher.settings.policy}; course {watcher.course.root})"

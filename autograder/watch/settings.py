@@ -13,6 +13,7 @@ the usual one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
@@ -35,6 +36,11 @@ class Watch(Configurable):
         "",
         help="nbgrader's exchange folder to take submissions from (default: "
         "c.Exchange.root, when that folder exists; 'off': no exchange)",
+    ).tag(config=True)
+    ngshare_url = Unicode(
+        "",
+        help="ngshare to take submissions from too ('': none), e.g. http://127.0.0.1:8000"
+        "/services/ngshare/, with the grader's Hub token in JUPYTERHUB_API_TOKEN",
     ).tag(config=True)
     inbox = Unicode(
         "inbox",
@@ -106,3 +112,15 @@ class Watch(Configurable):
             return path
         root = Path(config.get("Exchange", {}).get("root", "/srv/nbgrader/exchange"))
         return root if root.is_dir() else None
+
+    def ngshare(self, course_id: str, folder: Path):
+        """The course's submissions in ngshare (watch/ngshare.py), or None without."""
+        if not self.ngshare_url:
+            return None
+        token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+        if not token:
+            raise WatchError("c.Watch.ngshare_url is set but JUPYTERHUB_API_TOKEN is not")
+        from ..ngshare.client import Client
+        from .ngshare import NgshareSource
+
+        return NgshareSource(Client(self.ngshare_url, token), course_id, folder)

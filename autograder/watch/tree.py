@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ngshare.client import Limits
+
 PARTIAL = ".partial-"  # the prefix of a copy being made (removed if left behind)
 CHUNK = 1 << 20
 
@@ -26,11 +28,9 @@ class Refused(Exception):
     """A submission that cannot be taken; its message is the one-line reason."""
 
 
-@dataclass(frozen=True)
-class Bounds:
-    max_bytes: int = 20 * 1024**2
-    max_files: int = 500
-    max_depth: int = 16
+# What a submission may hold (bytes, files, depth): the one kind of bounds, also for
+# ngshare's file lists (autograder/ngshare/client.py: the standard library only).
+Bounds = Limits
 
 
 @dataclass
