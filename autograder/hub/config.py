@@ -191,7 +191,9 @@ def configure(c: Any, plan: Plan) -> None:
     c.JupyterHub.hub_port = free_port()
     c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
-    c.ConfigurableHTTPProxy.command = [str(bindir / "configurable-http-proxy")]
+    # the Python configurable-http-proxy, with room for a class arriving at once (proxy.py)
+    proxy = str(Path(__file__).with_name("proxy.py"))  # -I: not its folder on sys.path
+    c.ConfigurableHTTPProxy.command = [python_of(plan), "-I", proxy]
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{free_port()}"
     c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
