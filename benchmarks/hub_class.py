@@ -65,7 +65,7 @@ PROJECT = 300  # the class the docs size a machine for
 WITHIN = 3  # minutes: the feedback within 3 minutes, for the cores projection
 MiB = 1024 * 1024
 RETRY = 10  # times a request is sent again after the proxy's 502-504
-RETRIED: list[str] = []  # the requests sent again (list.append is thread-safe)
+RETRIED: list[int] = []  # the statuses of requests sent again (append is thread-safe)
 ABORT = threading.Event()  # set when one student fails or on Ctrl-C: the others stop
 
 
@@ -155,7 +155,7 @@ def call(url: str, token: str = "", method: str = "GET", body=None, timeout: flo
         except urllib.error.HTTPError as exc:
             if exc.code not in (502, 503, 504) or attempt == RETRY:
                 return exc.code, exc.read()[:500]
-            RETRIED.append(url)
+            RETRIED.append(exc.code)
             time.sleep(2)
     raise AssertionError("not reached")
 
@@ -386,7 +386,8 @@ def measure(hub: th.Hub, proc: subprocess.Popen, hub_start: float, n: int, args)
         "  services at their peak: "
         + ", ".join(f"{k} {v / MiB:.0f} MiB" for k, v in services.items())
     )
-    print(f"  requests sent again after the proxy's 502-504: {len(RETRIED)}")
+    again = ", ".join(f"{RETRIED.count(c)} after {c}" for c in sorted(set(RETRIED))) or "none"
+    print(f"  requests sent again (the proxy's 502-504): {again}")
     print(f"  load average now {common.load_average(3)}")
     return {
         "n": n,
