@@ -65,7 +65,7 @@ PROJECT = 300  # the class the docs size a machine for
 WITHIN = 3  # minutes: the issue's feedback within 3 minutes, for the cores projection
 MiB = 1024 * 1024
 RETRY = 10  # times a request is sent again after the proxy's 502-504
-RETRIED: list[int] = []  # the statuses of requests sent again (append is thread-safe)
+RETRIED: list[str] = []  # "503 POST server": requests sent again (append is thread-safe)
 ABORT = threading.Event()  # set when one student fails or on Ctrl-C: the others stop
 
 
@@ -155,7 +155,7 @@ def call(url: str, token: str = "", method: str = "GET", body=None, timeout: flo
         except urllib.error.HTTPError as exc:
             if exc.code not in (502, 503, 504) or attempt == RETRY:
                 return exc.code, exc.read()[:500]
-            RETRIED.append(exc.code)
+            RETRIED.append(f"{exc.code} {method} {url.rsplit('/', 1)[-1]}")
             time.sleep(2)
     raise AssertionError("not reached")
 
@@ -252,7 +252,7 @@ def tree_rss(proc, pss: bool = False) -> int:
     return total
 
 
-def role_of(proc, hub: th.Hub, students: dict[int, str]) -> str | None:
+def role_of(proc, students: dict[int, str]) -> str | None:
     """What a child of the hub is: a student's server, the proxy, formgrader or watch."""
     import psutil
 
@@ -278,7 +278,7 @@ class Memory:
     def __init__(self, hub: th.Hub, pid: int, every: float = 1.0):
         import psutil
 
-        self.hub, self.proc, self.every = hub, psutil.Process(pid), every
+        self.proc, self.every = psutil.Process(pid), every
         self.students = {pwd.getpwnam(hub.users[r]).pw_uid: r for r in students_of(hub)}
         self.peak: dict[str, int] = {}
         self.done = threading.Event()
@@ -290,11 +290,11 @@ class Memory:
             return {
                 role: tree_rss(child, pss=True)
                 for child in self.proc.children()
-                if (role := role_of(child, self.hub, self.students))
+                if (role := role_of(child, self.students))
             }
         now = {"hub": self.proc.memory_info().rss}
         for child in self.proc.children():
-            role = role_of(child, self.hub, self.students)
+            role = role_of(child, self.students)
             if role:
                 now[role] = tree_rss(child)
         for role, rss in now.items():
@@ -386,7 +386,7 @@ def measure(hub: th.Hub, proc: subprocess.Popen, hub_start: float, n: int, args)
         "  services at their peak: "
         + ", ".join(f"{k} {v / MiB:.0f} MiB" for k, v in services.items())
     )
-    again = ", ".join(f"{RETRIED.count(c)} after {c}" for c in sorted(set(RETRIED))) or "none"
+    again = ", ".join(f"{RETRIED.count(c)} x {c}" for c in sorted(set(RETRIED))) or "none"
     print(f"  requests sent again (the proxy's 502-504): {again}")
     print(f"  load average now {common.load_average(3)}")
     return {
