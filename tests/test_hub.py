@@ -382,7 +382,11 @@ def test_the_instructor_sees_the_submission_in_the_courses_formgrader(hub, brows
     with logged_in(browser, hub, "i1") as page:
         # nbgrader's course list: a link to the formgrader of each course they teach
         courses = api_json(page, hub, "i1", "formgraders")
-        assert [c["course_id"] for c in courses["value"]] == [course], courses
+        (link,) = courses["value"]
+        assert link["course_id"] == course, courses
+        page.goto(link["url"])  # the service's lab, opening nbgrader's Formgrader tab
+        formgrader = page.frame_locator("#formgrader iframe")
+        formgrader.locator("text=Manage Assignments").first.wait_for()
         page.goto(f"{hub.url}/services/{course}/formgrader/manage_submissions/{A}")
         row = page.locator(f"tr:has-text('{hub.users['s1']}')")
         row.wait_for()
@@ -416,3 +420,14 @@ def test_an_instructor_is_refused_the_other_courses_formgrader(hub, browser):
         assert f"permission to access JupyterHub service {COURSES[1]}" in page.inner_text("body")
         response = page.goto(f"{hub.url}/services/{COURSES[0]}/formgrader")
         assert response.status == 200
+
+
+def test_the_hubs_own_files_are_roots_and_each_course_has_its_own_exchange(hub):
+    private = hub.root / "state" / "hub"
+    assert (private / "jupyterhub.sqlite").is_file()
+    assert private.stat().st_mode & 0o077 == 0
+    for n, course in enumerate(COURSES, 1):
+        folder = hub.root / "exchange" / course
+        assert folder.owner() == hub.users[f"g{n}"]
+        assert (folder / "outbound" / A).is_dir()
+        assert (hub.courses[course] / "nbgrader_config_hub.py").read_text().count(course) >= 1

@@ -228,6 +228,10 @@ def test_students_get_the_assignments_list_and_validate_and_no_instructor_tools(
     assert ext["nbgrader.server_extensions.assignment_list"] is True
     assert ext["nbgrader.server_extensions.formgrader"] is False
     assert ext["nbgrader.server_extensions.course_list"] is False
+    grader = read(settings.folder(checked, "grader"), "jupyter_server_config.json")
+    assert grader["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"]
+    csp = grader["ServerApp"]["tornado_settings"]["headers"]["Content-Security-Policy"]
+    assert csp == "frame-ancestors 'self'"  # the Formgrader tab frames the formgrader
     teacher_ext = read(teacher, "jupyter_server_config.json")["ServerApp"]["jpserver_extensions"]
     assert teacher_ext["nbgrader.server_extensions.course_list"] is True
     assert teacher_ext["nbgrader.server_extensions.formgrader"] is False

@@ -1,7 +1,8 @@
 """JupyterHub's configuration from a plan: ``configure(c, plan)``.
 
 - JupyterHub on ``plan.ip``/``plan.port`` behind the Python configurable-http-proxy, its
-  own API and the proxy's on free ports of 127.0.0.1; its files in the plan's state folder.
+  own API and the proxy's on free ports of 127.0.0.1; its database and cookie secret in
+  ``<state>/hub/`` (root's only: the database holds every token's hash).
 - Users log in with the plan's authenticator kind (kinds.AUTHENTICATORS); only the plan's
   users may. Each gets a server started as their own unix user (LocalProcessSpawner),
   opening on the course's start page (START-HERE.md, copied into ``~/<course>/``).
@@ -33,6 +34,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def private_folder(plan: Plan) -> Path:
+    """The hub's own files: root's only."""
+    return plan.state / "hub"
 
 
 def python_of(plan: Plan) -> str:
@@ -175,7 +181,7 @@ def spawner_class(plan: Plan):
 
 def configure(c: Any, plan: Plan) -> None:
     """Everything JupyterHub needs for ``plan`` (the plan is checked already)."""
-    state = plan.state
+    state = private_folder(plan)
     bindir = Path(python_of(plan)).parent
     c.JupyterHub.ip = plan.ip
     c.JupyterHub.port = plan.port

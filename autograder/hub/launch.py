@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ExitCode
-from . import kinds, settings
+from . import config, kinds, settings
 from .plan import Course, Plan, PlanError, checked, load, problems
 
 CONFIG = Path(__file__).resolve().parent / "jupyterhub_config.py"
@@ -45,6 +45,9 @@ def write_course_settings(plan: Plan, course: Course) -> Path:
 
 def prepare(plan: Plan) -> None:
     settings.write_all(plan)
+    private = config.private_folder(plan)
+    private.mkdir(exist_ok=True)
+    private.chmod(0o700)
     for course in plan.courses:
         write_course_settings(plan, course)
         kinds.EXCHANGES[course.exchange].prepare(plan, course)
@@ -74,7 +77,7 @@ def hub(plan_path: str, check_only: bool = False) -> int:
     prepare(plan)
     env = {**os.environ, PLAN_VARIABLE: str(plan.path)}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    os.chdir(plan.state)
+    os.chdir(config.private_folder(plan))
     print(f"hub: http://{plan.ip}:{plan.port}/ ({len(plan.courses)} courses)", flush=True)
     argv = command(plan)
     os.execve(argv[0], argv, env)

@@ -58,7 +58,11 @@ def _write(path: Path, data: dict) -> None:
 def write_role(target: Path, role: str, nbgrader: dict) -> None:
     extensions = {EXTENSIONS + tool: tool in ON[role] for tool in TOOLS}
     settings = target / "settings"
-    server = {"ServerApp": {"jpserver_extensions": extensions}}
+    server: dict = {"ServerApp": {"jpserver_extensions": extensions}}
+    if role == "grader":  # the Formgrader tab frames the formgrader's pages, as nbgrader's
+        # demos allow it (a JupyterHub server forbids every frame by default)
+        headers = {"Content-Security-Policy": "frame-ancestors 'self'"}
+        server["ServerApp"]["tornado_settings"] = {"headers": headers}
     server["LabApp"] = {"app_settings_dir": str(settings)}
     _write(target / "jupyter_server_config.json", server)
     off = {PLUGINS + name: True for name in PLUGIN_OFF[role]}
