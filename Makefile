@@ -65,6 +65,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/class_scale.py
 	$(PY) benchmarks/hidden_regions.py
 	$(PY) benchmarks/similarity_class.py
+	$(PY) benchmarks/hub_class.py
 
 lint: setup-test
 	$(PY) -m ruff check .
