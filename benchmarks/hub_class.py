@@ -262,7 +262,7 @@ def role_of(proc, students: dict[int, str]) -> str | None:
         return None
     if uid in students:
         return students[uid]
-    if "configurable-http-proxy" in cmdline:
+    if "configurable-http-proxy" in cmdline or "hub/proxy.py" in cmdline:
         return "proxy"
     if "autograder watch" in cmdline:
         return "watch"
