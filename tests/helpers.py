@@ -203,6 +203,7 @@ def failing_cells(
     student: str = STUDENT,
     shown: str = "",
     known: dict[int, set[str]] | None = None,
+    trace: dict[int, set[str]] | None = None,
 ) -> dict[str, str]:
     """Run every cell as grading does, carrying on past failures: {grade id of a test
     cell whose hidden test failed: its message}. A failing non-test cell (say a stub that
@@ -213,7 +214,8 @@ def failing_cells(
     ``known``: {position of a test cell: the exercises passed once its hidden test has
     run}, for test cells whose verdict is already known to be a pass (catalogue.py: the
     cells before a mutant's first change, run exactly as in the solution). Their hidden
-    tests are not run again; every cell's code still is.
+    tests are not run again; every cell's code still is. ``trace`` is filled the same way,
+    for every test cell run.
     """
     ns = {"__name__": "__main__"}
     failed: dict[str, str] = {}
@@ -237,6 +239,8 @@ def failing_cells(
                 )
                 if not result.passed:
                     failed[grade_id(cell)] = result.message
+                if trace is not None:
+                    trace[i] = set(passed)
             if first and failed:
                 break
     return failed
@@ -252,25 +256,9 @@ def passes_after(
     """{position of each test cell: the exercises passed once its hidden test has run}, as
     ``failing_cells`` keeps them, for a notebook that passes every hidden test (None if
     one fails: then nothing of it can be taken as known)."""
-    ns = {"__name__": "__main__"}
     after: dict[int, set[str]] = {}
-    passed: set[str] = set()
-    with lesson_path(assignment, shown or student):
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or is_demo(cell):
-                continue
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(code_of(cell), f"<cell {i}>", "exec"), ns)
-            except Exception:
-                return None
-            if is_test_cell(cell):
-                if not verdict_of(
-                    ns, assignment, grade_id(cell), seed, student, shown, passed=passed
-                ).passed:
-                    return None
-                after[i] = set(passed)
-    return after
+    failed = failing_cells(nb, assignment, seed, student=student, shown=shown, trace=after)
+    return None if failed else after
 
 
 # ---- real nbgrader in a scratch course ---------------------------------------------------
