@@ -258,6 +258,8 @@ def test_the_course_folder_takes_its_course_id_and_exchange_from_the_hub(good, t
     assert after.CourseDirectory.course_id == "spring"
     assert after.Exchange.root == str(good.parent / "exchange")
     assert after.Exchange.path_includes_course is True
+    spring = checked.course("spring")  # watch takes only the course's people's submissions
+    assert after.Watch.students == sorted(spring.members)
 
 
 def test_hub_check_lists_every_problem_one_line_each(tmp_path, capsys):

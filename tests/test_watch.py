@@ -147,6 +147,11 @@ def test_an_arrival_is_checked_before_it_is_believed(tmp_path):
     assert inbound.problem(forged, [A], 10**6, check_owner=False) == ""
     assert "no assignment" in inbound.problem(ok, ["02_backward"], 10**6, True)
     assert "more than" in inbound.problem(ok, [A], 1, True)
+    people = {"ada", "grace"}  # c.Watch.students: the course's people, and nobody else
+    assert inbound.problem(forged, [A], 10**6, False, students=people) == ""
+    assert inbound.problem(ok, [A], 10**6, True, students=people) == (
+        f"{me} is not one of the course's students (c.Watch.students)"
+    )
     for bad in ("../x", "a*b", ".hidden", "x" * 200):
         odd = inbound.Arrival("k", "inbox", ok.path, bad, A, ok.submitted)
         assert "cannot be used" in inbound.problem(odd, [A], 10**6, False), bad

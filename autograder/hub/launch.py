@@ -31,6 +31,9 @@ def course_settings(plan: Plan, course: Course) -> str:
         kinds.EXCHANGES[course.exchange].course_settings(plan, course),
         kinds.AUTHENTICATORS[plan.authenticator].course_settings(plan, course),
     ]
+    if kinds.AUTHENTICATORS[plan.authenticator].plan_users_only:
+        # nobody else's submission is taken (the exchange's inbound is every user's)
+        lines.append(f"c.Watch.students = {sorted(course.members)!r}\n")
     return "\n".join(lines)
 
 

@@ -180,10 +180,14 @@ def problem(
     max_bytes: int,
     check_owner: bool,
     bounds: Bounds | None = None,
+    students: frozenset[str] | set[str] = frozenset(),
 ) -> str:
-    """Why ``arrival`` cannot be taken ("" if it can), in one line."""
+    """Why ``arrival`` cannot be taken ("" if it can), in one line. ``students``: the
+    course's people (c.Watch.students), when it names them: nobody else's is taken."""
     if not ID.match(arrival.student) or GLOB_CHARS & set(arrival.student):
         return f"the student id {arrival.student[:40]!r} cannot be used (letters, digits, ._@-)"
+    if students and arrival.student not in students:
+        return f"{arrival.student} is not one of the course's students (c.Watch.students)"
     if arrival.assignment not in assignments:
         return f"no assignment {arrival.assignment[:40]!r} in the course"
     if arrival.source == "exchange" and check_owner:

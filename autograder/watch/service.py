@@ -190,6 +190,7 @@ class Watcher:
             self.settings.max_bytes,
             self.settings.check_owner,
             self.settings.bounds,
+            set(self.settings.students),
         )
         if why:
             raise Refused(why)

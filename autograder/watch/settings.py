@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
+from traitlets import Bool, Dict, Enum, Float, Integer, List, Unicode
 from traitlets.config import Config, Configurable
 
 from ..errors import GraderError
@@ -66,6 +66,12 @@ class Watch(Configurable):
         config=True
     )
     max_depth = Integer(16, min=1, help="deepest its folders may nest").tag(config=True)
+    students = List(
+        Unicode(),
+        [],
+        help="the course's people: only their submissions are taken (empty: anyone's with "
+        "a usable id); on a hub, the plan's students and instructors",
+    ).tag(config=True)
     check_owner = Bool(
         True,
         help="refuse an exchange submission whose folder is not owned by the unix user "
