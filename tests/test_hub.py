@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -119,8 +120,6 @@ def processes_of(uids: set[int]) -> list[int]:
 
 def remove_users(names: list[str]) -> None:
     """Stop every process of these users (by pid), then userdel them with their HOME."""
-    import pwd
-
     uids = set()
     for name in names:
         with contextlib.suppress(KeyError):
@@ -434,6 +433,13 @@ def test_the_hubs_own_files_are_roots_and_each_course_has_its_own_exchange(hub):
     private = hub.root / "state" / "hub"
     assert (private / "jupyterhub.sqlite").is_file()
     assert private.stat().st_mode & 0o077 == 0
+    for course in COURSES:  # solutions, submissions, the gradebook: the grader's alone
+        assert hub.courses[course].stat().st_mode & 0o077 == 0, course
+        solution = next((hub.courses[course] / "source" / A).glob("*.ipynb"))
+        student = pwd.getpwnam(hub.users["s1"])
+        ids = [f"--reuid={student.pw_uid}", f"--regid={student.pw_gid}", "--init-groups"]
+        read = subprocess.run(["setpriv", *ids, "cat", str(solution)], capture_output=True)
+        assert read.returncode != 0 and b"Permission denied" in read.stderr, read
     for n, course in enumerate(COURSES, 1):
         folder = hub.root / "exchange" / course
         assert folder.owner() == hub.users[f"g{n}"]

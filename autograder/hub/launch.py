@@ -53,6 +53,10 @@ def prepare(plan: Plan) -> None:
     private.mkdir(exist_ok=True)
     private.chmod(0o700)
     for course in plan.courses:
+        # the course folder holds the solutions (source/), every submission and the
+        # gradebook: its grader's alone (its services run as the grader; students get
+        # their work through the exchange, and the start page is copied by the hub)
+        course.folder.chmod(0o700)
         write_course_settings(plan, course)
         kinds.EXCHANGES[course.exchange].prepare(plan, course)
 
