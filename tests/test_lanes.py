@@ -60,4 +60,4 @@ def test_the_makefile_lanes_use_pyprojects_markers():
     assert lanes["hub"].endswith("-m hub")
     assert "-m mutation" in lanes["mutation"]
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line[:1] != "#"]
-    assert ci[-2:] == ["make test", "make hub"]  # the suite, then the hub on its setup
+    assert ci[-1] == "make test"  # the suite, in its 15 minutes; the hub lane runs apart
