@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from helpers import ROOT, VENV_BIN
+from test_hub import stop  # the hub and what it started apart (its proxy)
 
 from autograder.hub import settings
 from autograder.hub.config import free_port
@@ -44,18 +45,6 @@ def start(argv: list[str], cwd: Path, env: dict[str, str] | None, log: Path) -> 
         return subprocess.Popen(
             argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-
-
-def stop(proc: subprocess.Popen, wait: float = 60) -> None:
-    """SIGTERM to ``proc``'s whole process group (started with start_new_session), then
-    SIGKILL to what is left of it after ``wait`` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(wait)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
 
 
 class Planned(NamedTuple):  # one course of the plan: id, grader, instructor, students
@@ -117,7 +106,7 @@ class NgshareHub:
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
-            stop(self.proc)  # ngshare, the proxy and the services are in the hub's session
+            stop(self.proc, wait=60)
             self.proc = None
 
     def _wait(self) -> None:

@@ -200,15 +200,26 @@ def watching(hub: Hub, course: str) -> bool:
     return f"watching {inbound}" in hub.log.read_text(errors="replace")
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, wait: float = 30) -> None:
+    """SIGTERM to the hub's process group, SIGKILL to what is left of it after ``wait``
+    seconds; then to whatever the hub started in a session of its own and left running
+    (JupyterHub starts its proxy so, and stops it only when it stops cleanly)."""
+    import psutil
+
+    try:
+        started = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        started = []
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(wait)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    for child in started:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
 @pytest.fixture(scope="module")
