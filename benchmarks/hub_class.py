@@ -110,16 +110,8 @@ def start_hub(hub: th.Hub, procs: list, timeout: float) -> float:
     port = free_port()
     plan = write_plan(root, port, users, [users[r] for r in students_of(hub)])
     hub.url = f"http://127.0.0.1:{port}"
-    command = th.HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
     started = time.perf_counter()
-    with hub.log.open("wb") as out:
-        proc = subprocess.Popen(
-            command.split(),
-            cwd=common.ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = th.start_hub(plan, hub.log)
     procs.append(proc)
     deadline = time.monotonic() + timeout
     while not (th.service_up(hub, COURSE) and th.watching(hub, COURSE)):

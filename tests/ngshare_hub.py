@@ -26,8 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
-from helpers import ROOT, VENV_BIN
-from test_hub import stop  # the hub and what it started apart (its proxy)
+from helpers import VENV_BIN
+from test_hub import processes_of, start_hub, stop  # the hub tests' own
 
 from autograder.hub import settings
 from autograder.hub.config import free_port
@@ -37,14 +37,6 @@ from autograder.hub.plan import Plan, checked
 from autograder.ngshare.client import Client, NgshareError
 
 START = 300  # seconds for the hub, ngshare and the course's services, on two busy cores
-
-
-def start(argv: list[str], cwd: Path, env: dict[str, str] | None, log: Path) -> subprocess.Popen:
-    """``argv`` in a session of its own (``stop`` ends all of it), its output into ``log``."""
-    with log.open("w") as out:
-        return subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
 
 
 class Planned(NamedTuple):  # one course of the plan: id, grader, instructor, students
@@ -95,8 +87,7 @@ class NgshareHub:
         return url(self.plan)
 
     def __enter__(self) -> NgshareHub:
-        argv = [sys.executable, "-m", "autograder", "hub", "--plan", str(self.plan_path)]
-        self.proc = start(argv, ROOT, None, self.log)
+        self.proc = start_hub(self.plan_path, self.log)
         try:
             self._wait()
         except BaseException:
@@ -185,8 +176,6 @@ def read_json_lines(path: Path) -> list[dict]:
 
 def kill_processes_of(uids: list[int]) -> None:
     """SIGKILL every process of these users (the test's own, by uid), before userdel."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if entry.stat().st_uid in uids:
-                    os.kill(int(entry.name), signal.SIGKILL)
+    for pid in processes_of(set(uids)):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -200,6 +200,16 @@ def watching(hub: Hub, course: str) -> bool:
     return f"watching {inbound}" in hub.log.read_text(errors="replace")
 
 
+def start_hub(plan: Path, log: Path) -> subprocess.Popen:
+    """README's command for ``plan``, in a session of its own (``stop`` ends it), its output
+    into ``log``."""
+    command = HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command.split(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
 def stop(proc: subprocess.Popen, wait: float = 30) -> None:
     """SIGTERM to the hub's process group, SIGKILL to what is left of it after ``wait``
     seconds; then to whatever the hub started in a session of its own and left running
@@ -244,15 +254,7 @@ def hub() -> Iterator[Hub]:
         port = free_port()
         plan = write_plan(root, port, users)
         log = root / "hub.log"
-        command = HUB_COMMAND.replace("python", sys.executable, 1).replace("hub.toml", str(plan))
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                command.split(),
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc = start_hub(plan, log)
         hub = Hub(root, f"http://127.0.0.1:{port}", password, users, courses, log)
         wait_for_hub(hub, proc)
         for course in COURSES:  # README's commands, as the course's grader in its folder

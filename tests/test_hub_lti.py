@@ -48,7 +48,7 @@ import pytest
 import requests
 from helpers import SOLUTIONS, ScratchCourse, notebook_path
 from lti_platform import LTIPlatform, new_key, private_pem
-from test_hub import chown_tree, remove_users, shot, stop, useradd  # the hub tests' own
+from test_hub import chown_tree, remove_users, shot, start_hub, stop, useradd  # the hub tests' own
 
 from autograder.hub import runas
 from autograder.hub.config import free_port
@@ -215,14 +215,7 @@ def hub() -> Iterator[LTIHub]:
         plan = write_plan(root, port, lms, grader, instructor)
         chown_tree(course, grader)
         log = root / "hub.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "autograder", "hub", "--plan", str(plan)],
-                cwd=Path(__file__).resolve().parent.parent,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc = start_hub(plan, log)
         token = (root / "probe.token").read_text()
         hub = LTIHub(root, url, token, lms, course, grader, PREFIX + lms_users["ada"], log)
         wait_for_hub(hub, proc)

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..watch.deploy.jupyterhub_service import watch_service
+from ..watch.deploy.jupyterhub_service import service_path, watch_service
 from . import kinds, runas, settings
 from .plan import Course, Plan
 
@@ -47,8 +47,7 @@ def python_of(plan: Plan) -> str:
 
 def bin_path(plan: Plan) -> str:
     """PATH with the course environment's bin/ first (nbgrader runs `alembic` from it)."""
-    bindir = str(Path(python_of(plan)).parent)
-    return os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"])
+    return service_path(python_of(plan))
 
 
 def as_user(plan: Plan, user: str, entry: dict) -> dict:

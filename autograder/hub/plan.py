@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GraderError
+from ..lti.launches import STUDENT as UNIX_NAME  # a unix user name, as useradd takes it
 
 # Course ids name JupyterHub groups (nbgrader-<id>, formgrade-<id>), a service and an
 # exchange folder: letters, digits, '-' and '_'.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
 class PlanError(GraderError):
@@ -191,7 +191,7 @@ def _course_problems(course: Course, exists: Callable[[str], bool]) -> list[str]
     if not course.instructors:
         found.append(f"{where}: no instructors")
     for name in (course.grader, *course.members):
-        if not USER.match(name):
+        if not UNIX_NAME.fullmatch(name):
             found.append(f"{where}: {name!r} is not a unix user name")
         elif not exists(name):
             found.append(f"{where}: unknown user {name} (no such unix user)")

@@ -26,15 +26,19 @@ import os
 SERVICE_KEYS = ("name", "command", "user", "cwd", "environment")
 
 
+def service_path(python: str) -> str:
+    """PATH for a service run with ``python``: the environment's bin/ first (nbgrader runs
+    `alembic` from PATH). Not resolved: a virtualenv's python is a link to the system's."""
+    return os.pathsep.join([os.path.dirname(python), "/usr/local/bin", "/usr/bin", "/bin"])
+
+
 def watch_service(course: str, user: str, python: str, name: str = "autograder-watch") -> dict:
     """The ``c.JupyterHub.services`` entry ``name`` that runs the watcher of ``course`` (the
     course folder) as the unix ``user`` who owns it, with ``python`` (the course
     environment's interpreter, e.g. ``<course>/.venv/bin/python``). ``python -m autograder
     hub`` uses it for each course of its plan (autograder/hub/config.py)."""
     course, python = os.path.abspath(course), os.path.abspath(python)
-    # nbgrader runs `alembic` from PATH: the environment's bin/ first. Not resolved: a
-    # virtualenv's python is a link to the system's.
-    path = os.pathsep.join([os.path.dirname(python), "/usr/local/bin", "/usr/bin", "/bin"])
+    path = service_path(python)
     return {
         "name": name,
         "command": [python, "-m", "autograder", "watch", "--course", course],
