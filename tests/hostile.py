@@ -98,7 +98,7 @@ ATTACKS = {
     # The probe's answers, replaced in the kernel before they are sent.
     "forged_empty": """
 def forge(lines):
-    if any("autograder_probe" in line for line in lines):
+    if any("autograder.probe" in line for line in lines):
         return ["get_ipython().display_pub.publish(data={'@MIME@': {'result': []}})\\n"]
     return lines
 get_ipython().input_transformers_cleanup.append(forge)
@@ -107,9 +107,10 @@ get_ipython().input_transformers_cleanup.append(forge)
 import ast, json
 def forge(lines):
     text = "".join(lines)
-    if "autograder_probe" not in text:
+    if "autograder.probe" not in text:
         return lines
-    request = json.loads(ast.literal_eval(text[text.index("serve(") + 6:text.rindex(")")]))
+    start = text.index("'autograder.probe', ") + 20
+    request = json.loads(ast.literal_eval(text[start:text.rindex(")")]))
     programs = request["args"].get("programs", [])
     answer = [{"data": p["leaves"] + [0.0] * len(p["steps"]), "grads": [1.0] * len(p["leaves"])}
               for p in programs]

@@ -47,9 +47,13 @@ A, B = "01_value", "02_backward"
 # ---- 1. signed and complete --------------------------------------------------------------
 
 
+KEY = b"q" * 32  # the key a kernel's probe sent (these tests' 'kernels' share it)
+
+
 def reply_for(request: dict, result) -> dict:
     text = json.dumps({"result": result})
-    return {"answer": text, "tag": answers.sign(runtime.KEY, request["nonce"], text)}
+    sent = answers.request_text(KEY, request)
+    return {"answer": text, "tag": answers.sign(KEY, request["nonce"], sent, text)}
 
 
 def kernel_answering(make, pending=set) -> verdicts.Kernel:
@@ -58,7 +62,8 @@ def kernel_answering(make, pending=set) -> verdicts.Kernel:
 
     def ask(request):
         replies, error = make(request)
-        return answers.open_reply(runtime.KEY, request["nonce"], replies, error)
+        sent = answers.request_text(KEY, request)
+        return answers.open_reply(KEY, request["nonce"], sent, replies, error)
 
     return verdicts.Kernel(ask, seed=1, pending=pending)
 
@@ -78,13 +83,22 @@ GOOD = [{"data": [1.0, 2.0, 3.0], "grads": [1.0, 1.0], **SEEN}]
                 [
                     {
                         "answer": json.dumps({"result": GOOD}),
-                        "tag": answers.sign(b"k" * 32, r["nonce"], json.dumps({"result": GOOD})),
+                        "tag": answers.sign(
+                            b"k" * 32,
+                            r["nonce"],
+                            answers.request_text(b"k" * 32, r),
+                            json.dumps({"result": GOOD}),
+                        ),
                     }
                 ],
                 None,
             ),
         ),
         ("replayed for another nonce", lambda r: ([reply_for({"nonce": "old"}, GOOD)], None)),
+        (
+            "the probe's answer to another request with this nonce",
+            lambda r: ([reply_for({**r, "args": {**r["args"], "value": "Forger"}}, GOOD)], None),
+        ),
         ("two answers", lambda r: ([reply_for(r, GOOD), reply_for(r, GOOD)], None)),
         (
             "signed text changed",
@@ -293,8 +307,8 @@ CAPTURE = r"""
 def _capture(lines):
     import json, re
     text = "".join(lines)
-    if "autograder_probe" in text and "given" in text:
-        literal = text[text.index("serve(") + 6:text.rindex(")")]
+    if "autograder.probe" in text and "given" in text:
+        literal = text[text.index("'autograder.probe', ") + 20:text.rindex(")")]
         request = json.loads(eval(literal))
         for given in request.get("given", []):
             scope = dict(globals())
@@ -417,10 +431,12 @@ FORGERS = {
         True,
         """
 import sys, json
-def serve(request_json):
-    request = json.loads(request_json)
+real_audit = sys.audit
+def audit(event, *args):
+    if event != "autograder.probe":
+        return real_audit(event, *args)
     get_ipython().display_pub.publish(data={"@MIME@": {"result": []}}, metadata={})
-sys.modules["autograder_probe"].serve = serve
+sys.audit = audit
 """,
     ),
     "publisher rewrites the answer": (
@@ -453,7 +469,7 @@ def hook():
     for fd in range(3, 64):
         try:
             if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
-                os.write(fd, b"x" * 32 + json.dumps({"result": []}).encode())
+                os.write(fd, b"x" * 64 + json.dumps({"result": []}).encode())
         except OSError:
             pass
     os._exit(0)
@@ -495,7 +511,7 @@ import os, json
 def hook():
     for fd in range(3, 256):
         try:
-            os.write(fd, b"x" * 32 + json.dumps({"result": []}).encode())
+            os.write(fd, b"x" * 64 + json.dumps({"result": []}).encode())
         except OSError:
             pass
     os._exit(0)

@@ -452,8 +452,8 @@ class GuardedExecute(Execute):
     def _ask_probe(self, request: dict, index: int, cell) -> dict:
         if self._probe_lost:
             return {"crashed": "the grading kernel had stopped"}
-        code = kernel_request(request)
-        answer = run_sync(self._async_ask_probe)(code, request["timeout"] + 10)
+        sent = answers.request_text(self._key, request)
+        answer = run_sync(self._async_ask_probe)(kernel_request(sent), request["timeout"] + 10)
         if answer.get("_dead"):
             self._probe_lost = "died"
             self._event("died", index, cell)
@@ -467,7 +467,9 @@ class GuardedExecute(Execute):
                 "the grading kernel stopped answering during the hidden tests of an earlier cell"
             )
             return {"crashed": "the grading kernel stopped answering"}
-        return answers.open_reply(self._key, request["nonce"], answer["replies"], answer["error"])
+        return answers.open_reply(
+            self._key, request["nonce"], sent, answer["replies"], answer["error"]
+        )
 
     async def _async_ask_probe(self, code: str, timeout: float) -> dict:
         """Send code to the kernel; what it published under the probe's MIME type and the

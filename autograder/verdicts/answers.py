@@ -18,6 +18,7 @@ it:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Callable
@@ -33,11 +34,42 @@ NOT_THE_PROBES = "the kernel's answer did not come from the grading code"
 # ---- 1. the probe's own answer ------------------------------------------------------------
 
 
-def sign(key: bytes, nonce: str, text: str) -> str:
-    return hmac.digest(key, nonce.encode() + text.encode(), "sha256").hex()
+def sign(key: bytes, nonce: str, request_text: str, text: str) -> str:
+    """The tag the probe puts on an answer ``text`` to the request sent as
+    ``request_text`` (probe/runtime.py: ``signed``)."""
+    digest = hashlib.sha256(request_text.encode()).hexdigest()
+    return hmac.digest(key, f"{nonce}:{digest}:".encode() + text.encode(), "sha256").hex()
 
 
-def open_reply(key: bytes | None, nonce: str, replies: list, error: str | None) -> dict:
+def seal(key: bytes, nonce: str, text: str) -> str:
+    """Course code for one request, unreadable to anything in the kernel but the probe
+    (probe/runtime.py: ``unseal``): hex of the text XORed with HMAC-SHA256 blocks."""
+    data, out = text.encode(), bytearray()
+    for block in range(0, len(data), 32):
+        pad = hmac.digest(key, f"{nonce}:seal:{block}".encode(), "sha256")
+        out += bytes(a ^ b for a, b in zip(data[block : block + 32], pad))
+    return out.hex()
+
+
+def request_text(key: bytes | None, request: dict) -> str:
+    """The request as the kernel receives it: JSON, the course code in it sealed."""
+    nonce = request["nonce"]
+    given = [
+        {**g, "source": seal(key or b"", nonce, g["source"])} for g in request.get("given", [])
+    ]
+    return json.dumps({**request, "given": given})
+
+
+def tampering(notes) -> str:
+    """A note for the student and the reviewer from what the probe's guard recorded."""
+    if not isinstance(notes, list) or not notes:
+        return "the notebook reached into the grading code"
+    first = notes[0] if isinstance(notes[0], str) else "?"
+    more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+    return f"the notebook reached into the grading code: {first[:120]}{more}"
+
+
+def open_reply(key: bytes | None, nonce: str, sent: str, replies: list, error: str | None) -> dict:
     """The answer to one request from what the kernel published for it (``replies``: the
     probe's MIME payloads; ``error``: an exception the request cell raised): the probe's
     {"result"} or {"error"}, an unsigned {"timeout"} / {"crashed"} / {"error"} (they score
@@ -60,12 +92,14 @@ def open_reply(key: bytes | None, nonce: str, replies: list, error: str | None) 
         return {"crashed": "the grading code could not start in the kernel"}
     if len(text) > MAX_REPLY:
         return {"forged": "an answer longer than the probe sends"}
-    if not hmac.compare_digest(sign(key, nonce, text), tag):
+    if not hmac.compare_digest(sign(key, nonce, sent, text), tag):
         return {"forged": "an answer with a wrong signature"}
     try:
         answer = json.loads(text)
     except (ValueError, RecursionError):
         return {"forged": "a signed answer that is not JSON"}
+    if isinstance(answer, dict) and set(answer) == {"tampered"}:
+        return {"tampered": tampering(answer["tampered"])}
     if isinstance(answer, dict) and set(answer) == {"result"}:
         return answer
     if isinstance(answer, dict) and set(answer) == {"error"} and isinstance(answer["error"], str):

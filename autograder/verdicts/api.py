@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import json
 import random
 import re
 import secrets
@@ -200,6 +201,9 @@ class Kernel:
             }
         )
         heard_texts(answer, self.heard)
+        if "tampered" in answer:
+            self.flags.append(answer["tampered"])
+            fail(f"{what}: scored 0: {answer['tampered']}")
         if "forged" in answer:
             self.flags.append(f"{answers.NOT_THE_PROBES}: {answer['forged']}")
             fail(f"{what}: {answers.NOT_THE_PROBES} (scored 0 and flagged for review)")
@@ -225,9 +229,12 @@ def local_ask(ns: dict) -> Callable[[dict], dict]:
     the same checks as a kernel's answers."""
     from .probe import runtime
 
+    key = secrets.token_bytes(32)
+
     def ask(request: dict) -> dict:
-        reply = runtime.run_isolated(ns, request)
-        return answers.open_reply(runtime.KEY, request["nonce"], [reply], None)
+        sent = answers.request_text(key, request)
+        reply = runtime.run_isolated(ns, json.loads(sent), key, sent)
+        return answers.open_reply(key, request["nonce"], sent, [reply], None)
 
     return ask
 

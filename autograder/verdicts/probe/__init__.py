@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 from pathlib import Path
 
 # Each part registers its operations in OPERATIONS when imported.
@@ -95,7 +94,8 @@ def kernel_load(student: str = "", parts: tuple[str, ...] = PARTS) -> str:
     )
 
 
-def kernel_request(request: dict) -> str:
-    """The cell a kernel runs for one request: the loaded probe's ``serve``. Whatever
-    answers in its place cannot sign its answer."""
-    return f"__import__('sys').modules[{ENTRY!r}].serve({json.dumps(request)!r})\n"
+def kernel_request(sent: str) -> str:
+    """The cell a kernel runs for one request (``sent``: answers.request_text): the audit
+    event the probe's guard serves. Whatever answers in its place cannot sign its answer,
+    and an answer to any other request does not pass for this one's."""
+    return f"__import__('sys').audit({ENTRY!r}, {sent!r})\n"

@@ -10,7 +10,6 @@ import sys
 import types
 
 from .runtime import (
-    ENTRY,
     OPERATIONS,
     StepFailed,
     build,
@@ -20,6 +19,7 @@ from .runtime import (
     graph_nodes,
     lookup,
     plain,
+    privileged,
     run_closures,
     short_repr,
 )
@@ -150,12 +150,13 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
     return out
 
 
+TRAP_ENTRY = "autograder_probe"  # sys.modules[TRAP_ENTRY].borrowed: walks a copy called
 SET_LIMIT, GET_LIMIT, FRAME = sys.setrecursionlimit, sys.getrecursionlimit, sys._getframe
 BORROWABLE = ("graph_nodes", "run_closures")  # coursekit's walks: not the student's own
 TRAPS = {
     name: compile(
         f"def {name}(*args, **kwargs):\n"
-        f"    __import__('sys').modules[{ENTRY!r}].borrowed.append({name!r})\n"
+        f"    __import__('sys').modules[{TRAP_ENTRY!r}].borrowed.append({name!r})\n"
         f"    raise RuntimeError(\"coursekit's {name} is the course's: write your own walk\")\n",
         "<autograder trap>",
         "exec",
@@ -201,14 +202,16 @@ def set_traps() -> list[str]:
     copy only); the list the traps note their names in. Whether a student's function
     borrows a walk is then a matter of behaviour (it ran one), not of introspecting its
     calls or of file names."""
-    entry = sys.modules.get(ENTRY)
+    entry = sys.modules.get(TRAP_ENTRY)
     if entry is None:  # the probe was not loaded as in a kernel (tests): in this copy only
-        entry = sys.modules[ENTRY] = types.ModuleType(ENTRY)
+        entry = sys.modules[TRAP_ENTRY] = types.ModuleType(TRAP_ENTRY)
     called: list[str] = []
     entry.borrowed = called
     walks = course_walks()
     mine = (globals(), graph_nodes.__globals__)  # one namespace once loaded in a kernel
-    for obj in gc.get_objects():
+    with privileged():
+        objects = gc.get_objects()
+    for obj in objects:
         if not isinstance(obj, types.FunctionType) or any(obj.__globals__ is g for g in mine):
             continue  # the probe's own walk is coursekit's too
         name = walks.get(obj.__code__.co_code)
@@ -227,7 +230,9 @@ def trapped(called: list[str], fn, *args, deep: bool = False):
     del called[:]
     if not deep:
         return fn(*args), sorted(set(called))
-    depth, frame = 0, FRAME()
+    with privileged():
+        frame = FRAME()
+    depth = 0
     while frame is not None:
         depth, frame = depth + 1, frame.f_back
     limit = depth + 250
