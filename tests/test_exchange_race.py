@@ -238,3 +238,39 @@ def test_a_classmates_file_or_a_hard_link_in_her_folder_refuses_it(case):
     os.link(folder / "nb.ipynb", folder / "data" / "again.ipynb")
     why = inbound.problem(arrival, [A], 10**6, check_owner=True)
     assert why == "'nb.ipynb' is a hard link (2 names): not taken"  # the first seen
+
+
+def test_the_hub_never_sets_a_course_folder_a_student_made_in_the_exchange(place):
+    """The exchange root is every user's (1777); the hub, as root, makes and chowns each
+    course's folder in it at each start. One eve made first, a link to a folder of
+    root's or a folder of hers, is refused, and nothing it points at changes."""
+    from types import SimpleNamespace
+
+    from autograder.errors import GraderError
+    from autograder.hub import filesystem
+
+    root = place.base / "hubexchange"
+    root.mkdir(mode=0o1777)
+    target = place.base / "roots"
+    target.mkdir(mode=0o700)
+    plan = SimpleNamespace(exchange_root=root)
+    course = SimpleNamespace(id="c1", grader=place.ada.name)  # ada stands for the grader
+    try:
+        (root / "c1").symlink_to(target)
+        os.chown(root / "c1", place.eve.uid, place.eve.uid, follow_symlinks=False)
+        with pytest.raises(GraderError, match="is not a folder"):
+            filesystem.prepare(plan, course)
+        assert target.stat().st_uid == 0 and target.stat().st_mode & 0o777 == 0o700
+        (root / "c1").unlink()
+        (root / "c1").mkdir()
+        os.chown(root / "c1", place.eve.uid, place.eve.uid)
+        with pytest.raises(GraderError, match=f"belongs to the unix user {place.eve.name}"):
+            filesystem.prepare(plan, course)
+        (root / "c1").rmdir()
+        filesystem.prepare(plan, course)  # made by the hub: the grader's
+        made = (root / "c1").stat()
+        assert (made.st_uid, made.st_mode & 0o7777) == (place.ada.uid, 0o755)
+        filesystem.prepare(plan, course)  # and again at the next start
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
