@@ -228,6 +228,44 @@ def test_links_in_folders_are_not_followed(tmp_path):
     assert all("\n" not in why for _, why in report.not_placed)
 
 
+def test_a_folder_or_file_swapped_for_a_link_while_it_is_read_is_not_followed(tmp_path):
+    """Whoever can write in the folder collect reads may swap a subfolder or a file for a
+    link between its listing and its reading (issue 49, item 3): nothing is reached."""
+    from autograder.intake.archive_readers import folder_members
+
+    secret = tmp_path / "secret"
+    (secret / "alice").mkdir(parents=True)
+    (secret / NB).write_bytes(EVIL)
+    (secret / "alice" / NB).write_bytes(EVIL)
+    folder = tmp_path / "marking"
+    (folder / "alice").mkdir(parents=True)
+    (folder / "alice" / NB).write_bytes(HONEST)
+    members = folder_members(folder, set())
+    assert next(members).name == "alice"  # listed as a folder; swapped before it is read
+    (folder / "alice").rename(tmp_path / "was")
+    (folder / "alice").symlink_to(secret / "alice")
+    (rest,) = list(members)
+    assert rest.name == "alice" and "changed while it was read" in rest.kind, rest
+    (folder / "alice").unlink()
+    (tmp_path / "was").rename(folder / "alice")
+    for swap in ("link", "another file"):
+        (folder / "alice" / NB).unlink()
+        (folder / "alice" / NB).write_bytes(HONEST)
+        members = folder_members(folder, set())
+        next(members)
+        file = next(members)  # alice's notebook, listed; swapped before it is opened
+        assert file.name == f"alice/{NB}"
+        other = folder / "alice" / "other"  # made first: it cannot reuse the inode
+        if swap == "link":
+            other.symlink_to(secret / NB)
+        else:
+            other.write_bytes(EVIL)
+        other.replace(folder / "alice" / NB)
+        with pytest.raises(OSError):
+            file.open()
+        members.close()
+
+
 def test_a_symlink_entry_in_a_zip_is_refused(tmp_path):
     path = tmp_path / "download.zip"
     with zipfile.ZipFile(path, "w") as zf:

@@ -339,10 +339,10 @@ def test_a_copy_failing_half_way_leaves_nothing_half_made_and_is_recorded_once(c
     settle(drop(course, "bob"))
     real = tree._copy_file
 
-    def failing(src, dst, room, rel):
-        if src.parent == bad and rel == "b.txt":
+    def failing(reader, rel, dst, room):
+        if reader.top == bad and rel == "b.txt":
             raise OSError(5, "Input/output error")
-        return real(src, dst, room, rel)
+        return real(reader, rel, dst, room)
 
     monkeypatch.setattr(tree, "_copy_file", failing)
     w = watcher(course)

@@ -146,39 +146,77 @@ def tar_members(
 
 def folder_members(folder: Path, skip: set[str]) -> Iterator[Member]:
     """A folder's entries in name order, never following a link; top-level folders named
-    in ``skip`` (uploads refused meanwhile) are not walked further."""
-    stack: list[tuple[str, Path]] = [("", folder)]
-    while stack:
-        rel, path = stack.pop()
-        if rel and rel.split("/", 1)[0] in skip:
-            continue
-        try:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            if not rel:
-                raise
-            yield Member(rel.rstrip("/"), f"a folder that cannot be read ({error_text(exc)})")
-            continue
-        folders = []
-        for e in entries:
-            name = f"{rel}{e.name}"
-            if e.is_symlink():
-                yield Member(name, LINK)
-            elif e.is_dir(follow_symlinks=False):
-                yield Member(name, "dir")
-                folders.append((name + "/", Path(e.path)))
-            elif e.is_file(follow_symlinks=False):
-                yield Member(name, "file", partial(_open_regular, e.path))
-            else:
-                yield Member(name, SPECIAL)
-        stack.extend(reversed(folders))
+    in ``skip`` (uploads refused meanwhile) are not walked further. Whoever can write in
+    the folder may rename in it while it is read, so below ``folder`` nothing is opened
+    by its path: each subfolder through its parent's descriptor with O_NOFOLLOW, each
+    file through its folder's (while its member is the one being read), and each must be
+    what was listed there (st_dev, st_ino): a link swapped in meanwhile reaches nothing."""
+    chain: list[tuple[int, list[tuple[str, str, tuple[int, int]]]]] = []
+    fd, rel = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), ""
+    try:
+        while fd >= 0:
+            pending: list[tuple[str, str, tuple[int, int]]] = []
+            chain.append((fd, pending))
+            try:
+                with os.scandir(fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                if not rel:
+                    raise
+                yield Member(rel.rstrip("/"), f"a folder that cannot be read ({error_text(exc)})")
+                entries = []
+            for e in entries:
+                name = f"{rel}{e.name}"
+                try:
+                    st = e.stat(follow_symlinks=False)  # fstatat(fd, name): never followed
+                except OSError:
+                    continue  # gone meanwhile
+                if stat.S_ISLNK(st.st_mode):
+                    yield Member(name, LINK)
+                elif stat.S_ISDIR(st.st_mode):
+                    yield Member(name, "dir")
+                    pending.append((e.name, name + "/", (st.st_dev, st.st_ino)))
+                elif stat.S_ISREG(st.st_mode):
+                    seen = (st.st_dev, st.st_ino)
+                    yield Member(name, "file", partial(_open_regular, fd, e.name, seen))
+                else:
+                    yield Member(name, SPECIAL)
+            pending.reverse()  # popped from the end: in name order
+            fd = -1
+            while chain and fd < 0:
+                parent, left = chain[-1]
+                if not left:
+                    os.close(chain.pop()[0])
+                    continue
+                name, rel, seen = left.pop()
+                if rel.split("/", 1)[0] in skip:
+                    continue
+                try:
+                    fd = _open_below(parent, name, os.O_DIRECTORY, seen)
+                except OSError as exc:
+                    why = f"a folder that changed while it was read ({error_text(exc)})"
+                    yield Member(rel.rstrip("/"), why)
+    finally:
+        for parent, _ in chain:
+            os.close(parent)
 
 
-def _open_regular(path: str) -> BinaryIO:
-    """Open a file that must still be a regular file (not swapped for a link or a FIFO)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+def _open_below(parent: int, name: str, flags: int, seen: tuple[int, int]) -> int:
+    """``name`` in the folder ``parent`` (a descriptor), never through a link, and only if
+    it is what was listed there (``seen``: its st_dev, st_ino)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags, dir_fd=parent)
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != seen:
+        os.close(fd)
+        raise OSError(f"{printable(name)} is not what was listed there")
+    return fd
+
+
+def _open_regular(parent: int, name: str, seen: tuple[int, int]) -> BinaryIO:
+    """Open a file that must still be the regular file listed (not swapped for a link, a
+    FIFO or another file)."""
+    fd = _open_below(parent, name, os.O_NONBLOCK, seen)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OSError(f"{path} is not a regular file")
+        raise OSError(f"{printable(name)} is not a regular file")
     return os.fdopen(fd, "rb")

@@ -6,11 +6,14 @@ A folder is taken once it is whole: the exchange's once nbgrader wrote its
 ``submission_secret.txt`` (its last file), the inbox's once nothing in it changed for
 ``SETTLE`` seconds. Each is checked before it is believed (``problem``): a known
 assignment, a usable student id, what it holds (walked within bounds, regular files
-only: tree.py), and for the exchange that the unix user who owns the folder is the
-student its name claims (the exchange's inbound folder is writable by every student). A
-submission taken is copied into the watcher's archive (``archive``), from which it is
-staged for grading (``stage``): nothing a student sends is lost, whatever happens to the
-exchange or to ``submitted/`` later.
+only: tree.py), and for the exchange that the unix user who owns the folder, and every
+folder and file in it, is the student its name claims (the exchange's inbound folder is
+writable by every student, and each submission's folder by anyone who knows its name);
+the copy checks it again through descriptors, so a folder swapped meanwhile (for a link,
+or for a classmate's folder) refuses it (tree.py). A submission taken is copied into
+the watcher's archive (``archive``), from which it is staged for grading (``stage``):
+nothing a student sends is lost, whatever happens to the exchange or to ``submitted/``
+later.
 
 When it was handed in is the grader's to say, never the student's: ``timestamp.txt`` and
 the folder's name are written by the student. ``Arrival.seen`` is the newest change time
@@ -33,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..intake.discovery import GLOB_CHARS
-from .tree import Bounds, Refused, Tree, copy, walk
+from .tree import Bounds, Refused, Tree, copy, read_small, walk
 
 SETTLE = 2.0  # seconds an inbox folder must be still before it is taken
 SECRET = "submission_secret.txt"
@@ -77,6 +80,7 @@ def scan(
     if folder is None or not folder.is_dir():
         return []
     now = time.time() if now is None else now
+    exchange = source == "exchange"
     found = []
     for entry in os.scandir(folder):
         if f"{source}/{entry.name}" in known:
@@ -97,7 +101,10 @@ def scan(
             continue  # gone meanwhile
         if source == "inbox" and tree is not None and now - tree.newest_mtime < SETTLE:
             continue
-        claimed = _claimed(path, parts[2])
+        stamp = ""
+        if tree is not None:  # in the exchange, only the student its name claims is heard
+            stamp = read_small(path, tree, TIMESTAMP, _uid(parts[0]) if exchange else None)
+        claimed = _claimed(path, parts[2], stamp)
         seen = _seen(path, tree, now)
         found.append(
             Arrival(
@@ -133,11 +140,12 @@ def _seen(path: Path, tree: Tree | None, now: float) -> datetime:
     return datetime.fromtimestamp(min(newest, now), UTC)
 
 
-def _claimed(path: Path, stamp: str) -> datetime | None:
-    """When the student says it was submitted: its timestamp.txt, else its name."""
+def _claimed(path: Path, stamp: str, written: str | None = None) -> datetime | None:
+    """When the student says it was submitted: its timestamp.txt (``written`` when read
+    already, else read from ``path``, a folder of the grader's), else its name."""
     from nbgrader.utils import parse_utc
 
-    for text in (_read_small(path / TIMESTAMP), stamp):
+    for text in (_read_small(path / TIMESTAMP) if written is None else written, stamp):
         if text:
             try:
                 when = parse_utc(text.strip())
@@ -196,12 +204,32 @@ def problem(
             return f"it claims to be {arrival.student}'s but belongs to the unix user {owner}"
     bounds = bounds or Bounds()
     try:
-        walk(arrival.path, Bounds(max_bytes, bounds.max_files, bounds.max_depth))
+        uid = owner_uid(arrival, check_owner)
+        walk(arrival.path, Bounds(max_bytes, bounds.max_files, bounds.max_depth), uid)
     except Refused as exc:
         return str(exc)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
     return arrival.trouble
+
+
+def owner_uid(arrival: Arrival, check_owner: bool) -> int | None:
+    """The uid every folder and file of ``arrival`` must have: its student's, for the
+    exchange with ``check_owner`` (None: no owner is checked)."""
+    if arrival.source != "exchange" or not check_owner:
+        return None
+    try:
+        return pwd.getpwnam(arrival.student).pw_uid
+    except KeyError:
+        raise Refused(f"there is no unix user {arrival.student[:40]!r}") from None
+
+
+def _uid(name: str) -> int:
+    """The unix user ``name``'s uid (-1, nobody's, if there is none)."""
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return -1
 
 
 def _owner(path: Path) -> str:
@@ -215,15 +243,16 @@ def _owner(path: Path) -> str:
 # ---- keeping and staging ------------------------------------------------------------------
 
 
-def archive(arrival: Arrival, folder: Path, bounds: Bounds) -> Path:
+def archive(arrival: Arrival, folder: Path, bounds: Bounds, owner: int | None = None) -> Path:
     """Copy the submission's regular files into ``folder``/<its key> (links left out),
-    walked within ``bounds`` first (``Refused``, one line, past them), with a
+    walked within ``bounds`` first (``Refused``, one line, past them; or when a folder or
+    file is not ``owner``'s, a uid, or changes meanwhile: tree.py), with a
     timestamp.txt in nbgrader's format if it had none (the student's own is kept as it
     is: their claim); the copy appears whole or not at all."""
     dest = folder / arrival.key.replace("/", "__")
     if dest.is_dir():
         return dest
-    tree = walk(arrival.path, bounds)
+    tree = walk(arrival.path, bounds, owner)
     copy(arrival.path, tree, dest, bounds)
     if not (dest / TIMESTAMP).is_file():
         (dest / TIMESTAMP).write_text(arrival.submitted.strftime(STAMP_FORMAT))

@@ -196,7 +196,8 @@ class Watcher:
             raise Refused(why)
         history = History(self.folder, arrival.student, arrival.assignment)
         if history.find(arrival.key) is None:
-            kept = inbound.archive(arrival, self.folder / "archive", self.settings.bounds)
+            owner = inbound.owner_uid(arrival, self.settings.check_owner)
+            kept = inbound.archive(arrival, self.folder / "archive", self.settings.bounds, owner)
             flag = inbound.claim_note(arrival.claimed, arrival.submitted, self.settings.interval)
             history.add(
                 Entry(
