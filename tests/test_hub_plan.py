@@ -14,7 +14,7 @@ from test_hub import HUB_COMMAND, RELEASE_COMMANDS
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.hub import config, launch, plan, settings
+from autograder.hub import config, exposure, launch, plan, settings
 from autograder.hub.plan import PlanError
 
 EXAMPLE = ROOT / "autograder" / "hub" / "example-hub.toml"
@@ -271,3 +271,80 @@ def test_hub_check_lists_every_problem_one_line_each(tmp_path, capsys):
     assert any("unknown kind 'saml'" in line for line in lines), lines
     assert any("course 'fall': no folder" in line for line in lines), lines
     assert all(line.startswith("hub.toml: ") for line in lines), lines
+
+
+# ---- what students can read (autograder/hub/exposure.py) ----------------------------------
+
+
+class Others(exposure.Reader):
+    """Students are 'others' only (no group of theirs)."""
+
+    def __init__(self):
+        self.gids = set()
+
+
+def checkout_with(tmp_path: Path) -> Path:
+    """A checkout as a student could find it: source/ and solutions/ open, an answer
+    pasted into notes/, a test file with none, and an answer in a closed folder."""
+    top = tmp_path / "srv"
+    (top / "source" / "01_value").mkdir(parents=True)
+    shutil.copy(ROOT / "source" / "01_value" / "value.ipynb", top / "source" / "01_value")
+    (top / "solutions").mkdir()
+    for folder in ("notes", "private", "ok"):
+        (top / folder).mkdir()
+        (top / folder).chmod(0o755)
+    solved = ROOT / "solutions" / "01_value" / "value.ipynb"
+    shutil.copy(solved, top / "notes" / "copy.ipynb")
+    shutil.copy(solved, top / "private" / "copy.ipynb")
+    (top / "private").chmod(0o700)
+    (top / "ok" / "notes.py").write_text("while stack:\n    return x\n")
+    (top / "nbgrader_config.py").write_text("")
+    return top
+
+
+def test_a_readable_answer_and_answer_folders_are_one_line_each(tmp_path):
+    top = checkout_with(tmp_path)
+    regions = exposure.answer_regions([top / "source"])
+    assert regions and all(lesson == "01_value" for lesson, _ in regions)
+    found = exposure.readable_answers(top, Others(), regions)
+    assert sorted(found) == sorted(
+        [
+            f"{top / 'notes' / 'copy.ipynb'} is readable by students and holds an answer "
+            "(01_value)",
+            f"{top / 'solutions'} is readable by students (the solved lessons)",
+            f"{top / 'source'} is readable by students (the lessons' solutions and hidden tests)",
+        ]
+    )
+    for folder in ("source", "solutions", "notes"):
+        (top / folder).chmod(0o700)
+    assert exposure.readable_answers(top, Others(), regions) == []
+
+
+def test_a_group_a_student_is_in_opens_a_folder_to_them(tmp_path):
+    top = checkout_with(tmp_path)
+    for folder in ("source", "solutions", "notes"):
+        (top / folder).chmod(0o750)
+    regions = exposure.answer_regions([top / "source"])
+    assert exposure.readable_answers(top, Others(), regions) == []
+    student = Others()
+    student.gids = {(top / "notes").stat().st_gid}
+    assert len(exposure.readable_answers(top, student, regions)) == 3
+
+
+def test_a_home_or_course_folder_open_to_others_is_one_line_each(tmp_path, good):
+    checked = plan.load(good)
+    homes = {u: tmp_path / "home" / u for u in checked.users()}
+    for folder in homes.values():
+        (folder / "fall").mkdir(parents=True)
+        folder.chmod(0o700)
+        (folder / "fall").chmod(0o700)
+    for course in checked.courses:
+        course.folder.chmod(0o700)
+    assert exposure.private_folders(checked, homes.get) == []
+    homes["ada"].chmod(0o755)
+    (homes["grace"] / "fall").chmod(0o750)
+    assert exposure.private_folders(checked, homes.get) == [
+        f"ada's home {homes['ada']} is open to others (0755): chmod 0700 {homes['ada']}",
+        f"grace's {homes['grace'] / 'fall'} is open to others (0750): "
+        f"chmod 0700 {homes['grace'] / 'fall'}",
+    ]

@@ -38,6 +38,10 @@ LOCAL_CONFIG = {
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.tick.interval": "200ms",
     "distributed.admin.tick.limit": "1h",
+    # The scheduler and each worker listen for HTTP too (Dask's health, metrics, info pages
+    # and a proxy to the workers', none of it behind TLS): no route, so every page is 404.
+    "distributed.scheduler.http.routes": [],
+    "distributed.worker.http.routes": [],
     # Workers hold no data to spill: past WORKER_MEMORY x 0.95 the nanny restarts one.
     "distributed.worker.memory.target": False,
     "distributed.worker.memory.spill": False,
@@ -94,6 +98,7 @@ class Cluster:
             _preload_workers()
             self.local = LocalCluster(
                 n_workers=self.jobs,
+                security=local_security(),
                 threads_per_worker=1,
                 processes=True,
                 memory_limit=WORKER_MEMORY,
@@ -101,8 +106,9 @@ class Cluster:
                 silence_logs=logging.CRITICAL,
                 local_directory=str(self.work / "dask"),
                 env=env,
-                scheduler_kwargs={"dashboard": False},
-                protocol="tcp",
+                # its HTTP server (routes above) on a free port: not 8787, in use or not
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                protocol="tls",
                 host="127.0.0.1",
             )
             self._client = Client(self.local, set_as_default=False)
@@ -157,6 +163,17 @@ class Cluster:
             with contextlib.suppress(Exception):
                 self.local.close(timeout=10)
             oslimits.kill_marked(self.token)  # whatever is left of the local workers
+
+
+def local_security():
+    """Mutual TLS for a local cluster: a certificate authority made for this run alone, in
+    memory, that signs the scheduler's, the workers', the nannies' and this client's
+    certificates; every connection must present one (``require_encryption``). On a shared
+    machine (a JupyterHub) another user who finds the ports is refused at the handshake:
+    without it, ``client.run`` would run their code as the grader."""
+    from distributed.security import Security
+
+    return Security.temporary()
 
 
 def connect(address):

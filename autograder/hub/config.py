@@ -108,9 +108,9 @@ def groups_and_roles(plan: Plan) -> tuple[dict, list[dict]]:
 
 def _open_below(parent: int, name: str, uid: int, gid: int) -> int:
     """The folder ``name`` in the folder ``parent`` (a descriptor), made for the user if
-    missing; never through a link (the user owns their HOME)."""
+    missing (theirs alone: 0700); never through a link (the user owns their HOME)."""
     try:
-        os.mkdir(name, 0o755, dir_fd=parent)
+        os.mkdir(name, 0o700, dir_fd=parent)
         os.chown(name, uid, gid, dir_fd=parent, follow_symlinks=False)
     except FileExistsError:
         pass
@@ -127,7 +127,7 @@ def place_start_page(user: str, course: Course) -> None:
         inner = _open_below(home, course.id, entry.pw_uid, entry.pw_gid)
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            fd = os.open(START_PAGE.name, flags, 0o644, dir_fd=inner)
+            fd = os.open(START_PAGE.name, flags, 0o600, dir_fd=inner)
         except FileExistsError:
             return
         finally:

@@ -1,6 +1,9 @@
 """``python -m autograder hub --plan FILE``: check the plan, prepare the folders, then run
 JupyterHub (``jupyterhub -f autograder/hub/jupyterhub_config.py``) in the foreground.
 
+Then it refuses to start while a student could read what they must not (exposure.py: a
+home open to others, an answer in the environment's checkout), one line per problem.
+
 Preparing, as root: the settings folders of the servers (settings.py), each course's
 ``nbgrader_config_hub.py`` (its course id and exchange, which the course's
 nbgrader_config.py loads last: every nbgrader command in the folder, the formgrader and
@@ -15,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ExitCode
-from . import config, kinds, settings
+from . import config, exposure, kinds, settings
 from .plan import Course, Plan, PlanError, checked, load, problems
 
 CONFIG = Path(__file__).resolve().parent / "jupyterhub_config.py"
@@ -72,6 +75,8 @@ def hub(plan_path: str, check_only: bool = False) -> int:
     if check_only:
         plan = load(plan_path)
         found = problems(plan)
+        if not found:  # what students could read (the plan's folders and users exist)
+            found = exposure.problems(plan, config.python_of(plan))
         for line in found:
             print(f"{plan.path.name}: {line}", file=sys.stderr)
         if found:
@@ -83,6 +88,12 @@ def hub(plan_path: str, check_only: bool = False) -> int:
     if os.geteuid() != 0:
         raise PlanError("the hub starts servers as its users: run it as root")
     prepare(plan)
+    exposed = exposure.problems(plan, config.python_of(plan))
+    for line in exposed:
+        print(f"{plan.path.name}: {line}", file=sys.stderr)
+    if exposed:
+        print("hub: not started: students could read the above (README: Run it on a JupyterHub)")
+        return ExitCode.PROBLEMS
     env = {**os.environ, PLAN_VARIABLE: str(plan.path)}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     os.chdir(config.private_folder(plan))

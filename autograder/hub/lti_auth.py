@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pwd
 import re
 from pathlib import Path
@@ -201,6 +202,7 @@ class CourseLTI13Authenticator(LTI13Authenticator):
         if proc.returncode != 0:
             self.log.error("useradd %s: %s", name, err.decode(errors="replace").strip())
             raise HTTPError(500, f"could not make the unix user {name}")
+        os.chmod(pwd.getpwnam(name).pw_dir, 0o700)  # theirs alone, whatever useradd's mode
         if self.made_dir:
             Path(self.made_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
             (Path(self.made_dir) / name).touch()

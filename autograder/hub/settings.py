@@ -10,7 +10,9 @@ state folder and put first on the server's ``JUPYTER_CONFIG_PATH``:
 - ``grader``: the course's formgrader service (run by the course's grader account in its
   folder): formgrader and Create Assignment on, the student tools off.
 
-Markdown opens rendered (the students' lab settings, autograder/students/payload/).
+Every server's kernels (and Validate's) talk over unix sockets in the user's own runtime
+folder, never TCP. Markdown opens rendered (the students' lab settings,
+autograder/students/payload/).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .plan import Plan
 PAYLOAD = Path(__file__).resolve().parent.parent / "students" / "payload" / "jupyter"
 PLUGINS = "@jupyter/nbgrader:"
 EXTENSIONS = "nbgrader.server_extensions."
+IPC = {"transport": "ipc"}
 TOOLS = ("formgrader", "assignment_list", "course_list", "validate_assignment")
 ON = {
     "student": {"assignment_list", "validate_assignment"},
@@ -64,12 +67,15 @@ def write_role(target: Path, role: str, nbgrader: dict) -> None:
         headers = {"Content-Security-Policy": "frame-ancestors 'self'"}
         server["ServerApp"]["tornado_settings"] = {"headers": headers}
     server["LabApp"] = {"app_settings_dir": str(settings)}
+    # kernels' channels as unix sockets beside their connection file, in the user's 0700
+    # runtime folder: no port another user can reach (a kernel's iopub on TCP is anyone's)
+    server["KernelManager"] = IPC
     _write(target / "jupyter_server_config.json", server)
     off = {PLUGINS + name: True for name in PLUGIN_OFF[role]}
     off["@jupyterlab/apputils-extension:announcements"] = True
     _write(target / "labconfig" / "page_config.json", {"disabledExtensions": off})
     base = json.loads((PAYLOAD / "nbgrader_config.json").read_text(encoding="utf-8"))
-    _write(target / "nbgrader_config.json", {**base, **nbgrader})
+    _write(target / "nbgrader_config.json", {**base, **nbgrader, "KernelManager": IPC})
     settings.mkdir(exist_ok=True)
     shutil.copy(PAYLOAD / "settings" / "overrides.json", settings / "overrides.json")
 
