@@ -6,9 +6,13 @@ reference engine (``from refgrad import Value as Ref``) and the course's helpers
 (``from gradekit import rng, close, part, given, raises``). ``run`` executes it **here, in
 the grader**, never in the student's kernel:
 
-- every name the region reads and does not define is the notebook's: a stand-in
-  (``Remote``) that records what the test does with it (attributes, calls, operators,
-  items) as steps. Nothing is sent until the test needs a value;
+- every name the region reads and does not define is bound by what the instructor
+  notebook makes of it (region_names.py): the exercise's names (what its solution cells
+  and engine cell define, the classes and data its setup cells give) are stand-ins
+  (``Remote``) that record what the test does with them (attributes, calls, operators,
+  items) as steps, and nothing is sent until the test needs a value; modules (``math``,
+  ``np``) are the grader's own imports; any other name (the kit's ``check``, a helper of
+  the visible checks) is the author's mistake, which ``generate`` refuses;
 - when it does (an ``assert``, a comparison, ``float()``, ``len()``, a loop, a format),
   the probe replays every step so far in a forked copy of the kernel and answers with a
   snapshot of each step's result, taken right after the step ran (probe/script.py),
@@ -37,10 +41,12 @@ import ast
 import builtins
 import contextlib
 import functools
+import importlib
 import random
 import sys
 import types
 
+from .. import region_names
 from . import api
 from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict, parts_failure
 from .exercises import CourseNotebook, is_pointer
@@ -210,23 +216,6 @@ def _failing_line(exc: BaseException) -> str:
 _LINES: dict[str, list[str]] = {}
 
 
-def _free_names(tree: ast.AST) -> list[str]:
-    """Names the region reads and never binds, other than builtins: the notebook's."""
-    loaded, bound = [], set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded.append if isinstance(node.ctx, ast.Load) else bound.add)(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return [n for n in dict.fromkeys(loaded) if n not in bound and not hasattr(builtins, n)]
-
-
 @functools.lru_cache(maxsize=256)
 def compile_region(code: str, filename: str):
     """The region's code object, with pytest's assertion rewriting (both sides of a
@@ -240,10 +229,41 @@ def compile_region(code: str, filename: str):
         raise ContentError(
             f"the hidden test does not parse: line {exc.lineno}: {exc.msg}"
         ) from None
-    names = _free_names(tree)
+    names = tuple(region_names.free_names(tree))
     rewrite_asserts(tree, code.encode(), filename)
     _LINES[filename] = code.splitlines()
     return compile(tree, filename, "exec"), names
+
+
+def _bind(names, course, runner: Run) -> dict:
+    """The region's free names (region_names.py): the exercise's as stand-ins of the
+    student's objects, modules as the grader's own imports; any other is the author's
+    mistake (``generate`` refuses it)."""
+    known = course.names if course is not None else region_names.NotebookNames()
+    bound = {}
+    for name in names:
+        meaning = known.meaning(name)
+        if meaning.kind == region_names.EXERCISE:
+            bound[name] = Name(runner, name)
+        elif meaning.kind == region_names.MODULE:
+            bound[name] = _module(name, meaning)
+        else:
+            raise ContentError(f"the hidden test uses `{name}`, {meaning.why}")
+    return bound
+
+
+def _module(name: str, meaning) -> object:
+    """``import module`` or ``from module import attribute``, in the grader."""
+    try:
+        module = importlib.import_module(meaning.module)
+        if not meaning.attribute:
+            return module
+        try:
+            return getattr(module, meaning.attribute)
+        except AttributeError:
+            return importlib.import_module(f"{meaning.module}.{meaning.attribute}")
+    except ImportError as exc:
+        raise ContentError(f"`{name}`: the grader cannot import it ({exc})") from None
 
 
 def _explain(op, left, right):
@@ -267,7 +287,7 @@ def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
     runner = Run(kernel, course, name)
     kit = _gradekit(runner)
     ns: dict = {"__name__": "__hidden_test__"}
-    ns.update({n: Name(runner, n) for n in names})
+    ns.update(_bind(names, course, runner))
 
     def importer(module, globals=None, locals=None, fromlist=(), level=0):
         if module == GRADEKIT:
