@@ -16,6 +16,7 @@ real kernel), or a fake ``ask`` that stalls: each test takes a second or two.
 from __future__ import annotations
 
 import json
+import time
 
 import nbformat
 import pytest
@@ -161,3 +162,127 @@ def test_the_course_regions_use_only_exercise_names_and_modules():
         for ex in course.exercises.values():
             if not markers.is_pointer(ex.hidden):
                 assert checks.region_problems(ex.hidden, course.names) == [], (path, ex)
+
+
+# ---- 6. a student's code costs only its own time -------------------------------------------
+
+BUDGET = 1.5  # the test's time (GuardedExecute: what is left of the notebook's wall limit)
+MARGIN = 3.0  # one answer's decoding and checks past the deadline, and the machine's noise
+
+
+def judged(region_code: str, student: str, ask=None) -> tuple[api.Verdict, float]:
+    """A region decided against a kernel that holds ``student``, within ``BUDGET``."""
+    ns: dict = {}
+    exec(student, ns)
+    kernel = api.Kernel(ask or api.local_ask(ns), seed=5, timeout=1.0, budget=BUDGET)
+    start = time.monotonic()
+    verdict = region.verdict(
+        region_code,
+        kernel,
+        exercises.CourseNotebook("test", names=region_names.exercise_names("Value")),
+        "Value",
+        "test_cell",
+    )
+    return verdict, time.monotonic() - start
+
+
+def students_fault(verdict: api.Verdict, elapsed: float) -> None:
+    assert elapsed <= BUDGET + MARGIN, elapsed
+    assert not verdict.passed and not verdict.grader_error, verdict.message
+    assert "course content error" not in verdict.message
+    assert len(verdict.message) < 1500 and max(map(len, verdict.message.splitlines())) < 90
+    assert verdict.plain is None or len(verdict.plain) < 1500
+
+
+DATA = "class Value:\n    def __init__(self, x):\n        self.data = {data}\n"
+
+HOSTILE_DATA = {
+    # a failing == on the repr of 2 MB of distinct strings (each heard, each scrubbed)
+    "huge repr": "[f'{i:06d}' + 'x' * 100 for i in range(20_000)]",
+    "sets of frozensets": "{frozenset({1, 2}), frozenset({(3, frozenset({4}))})}",
+    "frozenset keys": "{frozenset({1}): [1.0], (2, frozenset()): 2.0}",
+    "numpy scalars in a set": "{__import__('numpy').float64(1.5), __import__('numpy').int64(2)}",
+    "a frozenset of lists": "frozenset({type('L', (list,), {'__hash__': lambda s: 1})([1])})",
+    "deep nesting": "__import__('functools').reduce(lambda a, _: [a], range(5000), [])",
+    "deep dicts": "__import__('functools').reduce(lambda a, _: {'k': a}, range(500), {})",
+    "a 10 MB string": "'s' * 10_000_000",
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_DATA))
+def test_whatever_data_the_kernel_sends_is_the_students_failure(kind):
+    verdict, elapsed = judged(
+        "assert Value(1.0).data == 2.0\n", DATA.format(data=HOSTILE_DATA[kind])
+    )
+    students_fault(verdict, elapsed)
+
+
+def test_an_error_of_ten_megabytes_is_cut():
+    student = "class Value:\n    def __init__(self, x):\n        raise ValueError('e' * 10**7)\n"
+    verdict, elapsed = judged("assert Value(1.0).data == 2.0\n", student)
+    students_fault(verdict, elapsed)
+    assert "ValueError" in verdict.message
+
+
+ONE_BY_ONE = """
+class Value:
+    def __init__(self, x):
+        self.data = 0.0
+    def parameters(self):
+        __import__("time").sleep({pause})  # every replay pays it
+        return [Value(0.0) for _ in range(100_000)]
+"""
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.05])
+def test_containers_that_need_one_round_trip_per_element(pause):
+    """A loop that asserts as it goes asks the kernel once per element: 100,000
+    elements stop at the round trips a test may make, or at its time, as the
+    student's failure."""
+    region_code = "for p in Value(1.0).parameters():\n    assert p.data == 0.0\n"
+    verdict, elapsed = judged(region_code, ONE_BY_ONE.format(pause=pause))
+    students_fault(verdict, elapsed)
+
+
+def test_the_graders_own_work_on_kernel_data_is_timed():
+    """The region's own loops over what the kernel sent (50,000 numbers, compared
+    pairwise) end with the test's time."""
+    student = DATA.format(data="list(range(50_000))")
+    region_code = "xs = list(Value(1.0).data)\nassert all(x in xs for x in xs[::-1])\n"
+    verdict, elapsed = judged(region_code, student)
+    students_fault(verdict, elapsed)
+    assert "ran out of its 2 s" in verdict.message
+
+
+def test_a_kernel_that_stalls_in_every_reply():
+    """Each request waits out its timeout: the test's requests in all stop at its
+    budget, not at one timeout per request."""
+
+    def stalling(request):
+        time.sleep(request["timeout"])
+        return {"timeout": request["timeout"]}
+
+    region_code = "from gradekit import part\n" + "".join(
+        f"with part('p{k}', 'Value.p{k}'):\n    assert Value({k}).data == {k}\n" for k in range(6)
+    )
+    verdict, elapsed = judged(region_code, "", ask=stalling)
+    students_fault(verdict, elapsed)
+    assert "did not finish within" in verdict.message or "ran out" in verdict.message
+
+
+def test_a_kernel_that_loops_in_every_replay():
+    student = "class Value:\n    def __init__(self, x):\n        while True:\n            pass\n"
+    region_code = "from gradekit import part\n" + "".join(
+        f"with part('p{k}', 'Value.p{k}'):\n    assert Value({k}).data == {k}\n" for k in range(6)
+    )
+    verdict, elapsed = judged(region_code, student)
+    students_fault(verdict, elapsed)
+
+
+def test_honest_data_still_passes_and_fails_as_before():
+    student = DATA.format(data="{'a': {1, 2}, 'b': (frozenset({3}),), 'c': [x] * 3}")
+    ok = "d = Value(1.5).data\nassert d == {'a': {1, 2}, 'b': (frozenset({3}),), 'c': [1.5] * 3}\n"
+    verdict, _ = judged(ok, student)
+    assert verdict.passed, verdict.message
+    verdict, _ = judged("assert Value(1.5).data == {}\n", student)
+    assert verdict.message.startswith("Value: `assert Value(1.5).data == {}`: got {'a':")

@@ -50,7 +50,20 @@ from .. import region_names
 from . import api
 from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict, parts_failure
 from .exercises import CourseNotebook, is_pointer
-from .remote import ContentError, KernelError, Name, Opaque, Part, Remote, Run, Session, data_of
+from .remote import (
+    ContentError,
+    KernelError,
+    Name,
+    Opaque,
+    Part,
+    Remote,
+    Run,
+    Session,
+    TimeUp,
+    check_time,
+    data_of,
+    shown,
+)
 
 GRADEKIT = "gradekit"
 REFGRAD = "refgrad"
@@ -91,6 +104,9 @@ def _part(run: Run, name: str, *targets: str, given: tuple | list = ()):
         piece.failure = str(exc)
     except AssertionError as exc:
         piece.failure = _failure_text(exc, name)
+    except TimeUp as exc:
+        piece.failure = f"{name}: {exc}"
+        raise
     finally:
         run.session.closed = True
         run.session = outer
@@ -185,13 +201,13 @@ def _gradekit(run: Run) -> types.ModuleType:
 def _num(x) -> str:
     if isinstance(x, float):
         return f"{x:.6g}"
-    return repr(x)[:40]
+    return shown(x)[:40]
 
 
 def _failure_text(exc: BaseException, name: str) -> str:
     """One message: the exercise's name, the failing line, both sides."""
-    text = str(exc).strip() or "assert failed"
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    text = api.capped(str(exc).strip()) or "assert failed"
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()] or ["assert failed"]
     line = _failing_line(exc)
     if line and not isinstance(exc, KernelError):
         if lines[0].startswith("assert "):  # pytest's explanation: after the line itself
@@ -230,9 +246,49 @@ def compile_region(code: str, filename: str):
             f"the hidden test does not parse: line {exc.lineno}: {exc.msg}"
         ) from None
     names = tuple(region_names.free_names(tree))
+    tree = ast.fix_missing_locations(_Ticks().visit(tree))
     rewrite_asserts(tree, code.encode(), filename)
     _LINES[filename] = code.splitlines()
     return compile(tree, filename, "exec"), names
+
+
+TICK = "__grader_tick__"
+
+
+class _Ticks(ast.NodeTransformer):
+    """Every loop, comprehension and function of a region asks the clock first
+    (``check_time``): the grader's own work on the kernel's data (a loop over 100,000
+    items the student's code returned) ends with the test's time, like the kernel's."""
+
+    @staticmethod
+    def _tick() -> ast.stmt:
+        return ast.Expr(ast.Call(ast.Name(TICK, ast.Load()), [], []))
+
+    def _body(self, node):
+        self.generic_visit(node)
+        node.body.insert(0, self._tick())
+        return node
+
+    visit_For = visit_AsyncFor = visit_While = _body
+    visit_FunctionDef = visit_AsyncFunctionDef = _body
+
+    def visit_comprehension(self, node):
+        self.generic_visit(node)
+        node.ifs.insert(0, ast.Call(ast.Name(TICK, ast.Load()), [], []))
+        return node
+
+
+def _ticker(kernel: Kernel):
+    def tick() -> bool:
+        check_time(kernel)
+        return True
+
+    return tick
+
+
+# What an error of the region's own code is, once it has read the kernel's data: never the
+# student's when it is one of these (the region is wrong whatever the data).
+AUTHORS_ERRORS = (ImportError, NameError, SyntaxError, ContentError)
 
 
 def _bind(names, course, runner: Run) -> dict:
@@ -271,9 +327,9 @@ def _explain(op, left, right):
     if op != "==":
         return None
     if isinstance(left, Remote) and not isinstance(right, Remote):
-        return f"got {left!r}, expected {right!r}"
+        return f"got {shown(left)}, expected {shown(right)}"
     if isinstance(right, Remote) and not isinstance(left, Remote):
-        return f"got {right!r}, expected {left!r}"
+        return f"got {shown(right)}, expected {shown(left)}"
     return None
 
 
@@ -286,7 +342,7 @@ def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
     code_object, names = compile_region(code, filename)
     runner = Run(kernel, course, name)
     kit = _gradekit(runner)
-    ns: dict = {"__name__": "__hidden_test__"}
+    ns: dict = {"__name__": "__hidden_test__", TICK: _ticker(kernel)}
     ns.update(_bind(names, course, runner))
 
     def importer(module, globals=None, locals=None, fromlist=(), level=0):
@@ -308,12 +364,21 @@ def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
         raise
     except AssertionError as exc:
         raise GradingFailure(_failure_text(exc, name)) from None
+    except TimeUp as exc:
+        raise GradingFailure(f"{name}: {exc}") from None
     except ContentError:
         raise
     except Exception as exc:
         line = _failing_line(exc)
-        where = f" (at `{line}`)" if line else ""
-        raise ContentError(f"{type(exc).__name__}: {exc}{where}") from None
+        where = f" (at `{line[:80]}`)" if line else ""
+        what = f"{type(exc).__name__}: {str(exc)[:120]}"
+        if runner.flushes and not isinstance(exc, AUTHORS_ERRORS):
+            # The test had read the kernel's data, and the course's solution passes it
+            # (generate): the data the student's code sent is what it cannot use.
+            raise GradingFailure(
+                f"{name}: the test could not use what your code sent: {what}{where}"
+            ) from None
+        raise ContentError(f"{what}{where}") from None
     finally:
         util._reprcompare = saved
     _credit(runner)
