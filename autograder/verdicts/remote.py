@@ -41,17 +41,13 @@ class TimeUp(BaseException):  # not an error a hidden test may catch
     kernel's answers, or the grader's work on the data they carried, took it all."""
 
 
-def out_of_time(kernel: Kernel) -> str:
-    return (
-        f"the hidden test ran out of its {kernel.budget:.0f} s (the time left in the "
-        "notebook's limit): your code's answers, or the work on what they sent, took it all"
-    )
-
-
 def check_time(kernel: Kernel) -> None:
     """TimeUp once the hidden test's time is over (region.py calls it in every loop)."""
     if kernel.out_of_time():
-        raise TimeUp(out_of_time(kernel))
+        raise TimeUp(
+            f"the hidden test ran out of its {kernel.budget:.0f} s (the time left in the "
+            "notebook's limit): your code's answers, or the work on what they sent, took it all"
+        )
 
 
 _REPR = reprlib.Repr()
@@ -263,19 +259,14 @@ def data_of(remote: Remote, why: str):
     return value
 
 
+DATA_ERRORS = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError, RecursionError)
+
+
 def _grader_side(fn: Callable, text: str):
     """Arithmetic here on the kernel's data: a TypeError is the student's (None + 1)."""
     try:
         return fn()
-    except (
-        TypeError,
-        ValueError,
-        ZeroDivisionError,
-        OverflowError,
-        LookupError,
-        AttributeError,
-        RecursionError,
-    ) as exc:
+    except DATA_ERRORS as exc:
         raise KernelError(f"`{text}`: {type(exc).__name__}: {str(exc)[:MAX_SHOWN]}") from None
 
 
