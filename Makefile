@@ -64,6 +64,7 @@ bench: setup-test      ## benchmarks (ratios against peers measured in the same 
 	$(PY) benchmarks/grading_profile.py
 	$(PY) benchmarks/class_scale.py
 	$(PY) benchmarks/hidden_regions.py
+	$(PY) benchmarks/hostile_messages.py
 	$(PY) benchmarks/similarity_class.py
 	$(PY) benchmarks/hub_class.py
 

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from helpers import ROOT, ScratchCourse, mutate
 
-from autograder import markers
+from autograder import markers, region_names
 from autograder.verdicts import api, exercises, region
 
 LESSON1 = ROOT / "source" / "01_value" / "value.ipynb"
@@ -26,6 +26,11 @@ PLAIN = (
 @pytest.fixture(scope="module")
 def course():
     return exercises.read(json.loads(LESSON1.read_text()))
+
+
+def notebook(*names: str) -> exercises.CourseNotebook:
+    """A notebook whose exercise defines ``names`` (and nothing else)."""
+    return exercises.CourseNotebook("test", names=region_names.exercise_names(*names))
 
 
 def solved_namespace() -> dict:
@@ -125,11 +130,11 @@ class Value:
 """
     ns = with_code({}, code)
     test = "a = Value(2.0)\ng = a.grad\nh = a.grad\nassert g == -3.0\nassert h == 99.0\n"
-    assert decide(test, ns, None).passed
+    assert decide(test, ns, notebook("Value")).passed
     lists = "class Box:\n    def __init__(self):\n        self.items = [1.0]\n"
     ns = with_code({}, lists)
     test = "b = Box()\nfirst = b.items\nb.items.append(2.0)\nassert first == [1.0]\n"
-    assert decide(test, ns, None).passed
+    assert decide(test, ns, notebook("Box")).passed
 
 
 def test_what_the_kernel_never_sends_fails(course):
@@ -138,8 +143,9 @@ def test_what_the_kernel_never_sends_fails(course):
     assert not verdict.passed and "AttributeError" in verdict.message
     verdict = decide("assert Value(2.0) == 2.0", ns, course)  # an object is no number
     assert not verdict.passed
-    verdict = decide("assert undefined_name.grad == 1.0", ns, course)
-    assert not verdict.passed and "undefined_name is not defined" in verdict.message
+    verdict = decide("assert Value.undefined_name.grad == 1.0", ns, course)
+    assert not verdict.passed and "undefined_name" in verdict.message
+    assert not verdict.grader_error
 
 
 def test_an_engine_operation_that_answers_with_data_is_refused(course):
@@ -155,6 +161,7 @@ def test_errors_of_the_test_itself_are_course_content_errors(course):
         "assert (",
         "from gradekit import given\ngiven('Value.no_such_method')\n",
         "x = 1 / 0",
+        "assert undefined_name.grad == 1.0",  # no cell of the notebook binds it
     ):
         verdict = decide(code, ns, course)
         assert verdict.grader_error and "course content error" in verdict.message, code
@@ -303,4 +310,4 @@ def test_a_replay_cannot_change_what_the_test_already_read(course):
     code = (
         "a = Value()\ng = a.grad\nassert g == 1\nb = Value()\nassert b.grad == 2\nassert g == 1\n"
     )
-    assert region.verdict(code, kernel, course, "grad", "x").passed
+    assert region.verdict(code, kernel, notebook("Value"), "grad", "x").passed

@@ -7,6 +7,9 @@ hidden test against the course's own solution and its stub):
 - a graded cell with no hidden test (its hidden region is empty or only a pointer, and
   ``verdicts/hidden/<assignment>.py`` has no test for it), or two (code in the region
   and a test in the module), or a test in the module for a cell that is not there;
+- a hidden region that uses a name that is neither the exercise's nor a module
+  (region_names.py: the kit's ``check``, a helper of the visible checks, a name no cell
+  binds), which a blank notebook could rebind;
 - a hidden region that does not parse, or that uses a form the grader cannot decide
   outside the kernel: ``is`` (a stand-in is never the student's object), ``isinstance``,
   ``type``, ``id``, ``callable``, ``hasattr`` on the student's objects (``gradekit``'s
@@ -24,7 +27,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import markers
+from .. import markers, region_names
 from ..course import SOURCE
 
 HEADING = re.compile(
@@ -89,20 +92,26 @@ def problems(assignment: str, known_tests: KnownTests, source: Path = SOURCE) ->
                     f"{where}: two hidden tests, its region's and TESTS[{gid!r}] in {module}:"
                     " keep one"
                 )
-            found += [f"{where}: {p}" for p in region_problems(hidden)]
+            names = region_names.read(nb.get("cells", []))
+            found += [f"{where}: {p}" for p in region_problems(hidden, names)]
         found += _points_problems(nb, rel)
     for gid in sorted(tested - cells_seen):
         found.append(f"{module}: TESTS[{gid!r}] tests no cell of source/{assignment}/")
     return found
 
 
-def region_problems(code: str) -> list[str]:
-    """Forms of a hidden region the grader cannot decide outside the kernel."""
+def region_problems(code: str, names: region_names.NotebookNames | None = None) -> list[str]:
+    """Forms of a hidden region the grader cannot decide outside the kernel, and names
+    it uses that are neither the exercise's nor a module (``names``: the notebook's)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [f"its hidden test does not parse (line {exc.lineno} of the region: {exc.msg})"]
-    found = []
+    found = [
+        f"line {line} of its hidden test uses `{name}`, {why}: not the exercise's, so a "
+        "submission could rebind it (docs/authoring.md, the region's names)"
+        for name, line, why in region_names.refusals(tree, names or region_names.NotebookNames())
+    ]
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare) and any(
             isinstance(op, ast.Is | ast.IsNot) for op in node.ops

@@ -427,6 +427,7 @@ class GuardedExecute(Execute):
             student=self._student,
             shown=self._shown,
             passed=lambda: set(self._passed),
+            budget=budget - 1,  # every request and the grader's work on them: the wall's
         )
         result, passed = region.decide(self._assignment, gid, kernel, self._course)
         self._passed |= passed

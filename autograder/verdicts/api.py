@@ -22,10 +22,12 @@ import functools
 import hashlib
 import importlib
 import json
+import math
 import random
 import re
 import secrets
 import textwrap
+import time
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -34,9 +36,11 @@ from nbgrader import utils
 
 from .. import markers
 from . import answers
-from .heard import GRADER_ERROR, heard_texts, without_heard
+from .heard import GRADER_ERROR, Heard, without_heard
 
 MAX_LINE = 88  # nbgrader validate cuts lines at 90 characters
+MAX_MESSAGE_LINES = 12  # of a failure's message, before it is wrapped
+MAX_MESSAGE_LINE = 400  # characters of one of them (a cut repr says enough)
 
 
 class GradingFailure(AssertionError):
@@ -148,7 +152,12 @@ class Kernel:
     exercise of the set. ``student`` is the id the submission was handed in under (a quiz
     grades that id's variant); ``shown`` the id its notebook showed, when it says (an
     untrusted hint, only ever used to explain a wrong answer). ``passed()`` names the
-    exercises whose tests the student's code has passed (``course``)."""
+    exercises whose tests the student's code has passed (``course``).
+
+    ``timeout`` bounds each request; ``budget`` the whole test (every request, and the
+    grader's own work on what they sent): past its ``deadline`` a request is not sent,
+    and the test fails as the student's (GuardedExecute gives it what is left of the
+    notebook's wall limit)."""
 
     def __init__(
         self,
@@ -159,7 +168,10 @@ class Kernel:
         student: str = "",
         shown: str = "",
         passed: Callable[[], set[str]] = set,
+        budget: float = math.inf,
     ):
+        self.budget = budget
+        self.deadline = time.monotonic() + budget
         self.student = student
         self.shown = shown
         self.ask = ask
@@ -174,7 +186,10 @@ class Kernel:
         self.done: set[str] = set()
         self.passed = passed
         self.ok: set[str] = set()  # targets of this cell whose part passed (``shares``)
-        self.heard: list[str] = [shown] if shown else []  # every text the kernel sent
+        self.heard = Heard([shown] if shown else [])  # every text the kernel sent
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
 
     def course(self, *given: Given) -> tuple[Given, ...]:
         """What of the course's code for earlier exercises a test needs: none for an
@@ -191,16 +206,22 @@ class Kernel:
         blocked = {g.target for g in given} & self.pending() - self.done
         if blocked:
             raise Deferred(blocked)
+        left = self.deadline - time.monotonic()
+        if left < 0.5:  # too little for a fork to answer in
+            fail(
+                f"{what}: the hidden test ran out of its {self.budget:.0f} s (the time left "
+                "in the notebook's limit): your code's answers took it all"
+            )
         answer = self.ask(
             {
                 "op": op,
                 "args": args,
                 "given": [g.as_dict() for g in (*self.engine, *given)],
-                "timeout": self.timeout,
+                "timeout": round(min(self.timeout, left), 3),
                 "nonce": secrets.token_hex(16),
             }
         )
-        heard_texts(answer, self.heard)
+        self.heard.add(answer)
         if "tampered" in answer:
             self.flags.append(answer["tampered"])
             fail(f"{what}: scored 0: {answer['tampered']}")
@@ -378,14 +399,31 @@ def verdict(assignment: str, grade_id: str, kernel: Kernel) -> Verdict:
 def failed_verdict(exc: GradingFailure, kernel: Kernel) -> Verdict:
     """The verdict of a hidden test that did not pass: its message, its share of the
     points (none when the submission is flagged)."""
-    lines = wrap(str(exc))
-    plain = wrap(without_heard(str(exc), kernel.heard))
+    text = capped(str(exc))
+    lines = wrap(text)
+    plain = wrap(without_heard(text, kernel.heard.texts)) if kernel.heard.complete else None
     if _unwritten(exc):
-        lines, plain = lines[:1], plain[:1]  # not written yet: that says it all
+        lines, plain = lines[:1], plain and plain[:1]  # not written yet: that says it all
     flag = "; ".join(dict.fromkeys(kernel.flags))
     credit = 0.0 if flag else min(max(float(exc.credit), 0.0), 1.0)
     return Verdict(
-        False, "\n".join(lines), kernel.seed, flag=flag, credit=credit, plain="\n".join(plain)
+        False,
+        "\n".join(lines),
+        kernel.seed,
+        flag=flag,
+        credit=credit,
+        plain=None if plain is None else "\n".join(plain),
+    )
+
+
+def capped(message: str) -> str:
+    """A failure's message as a student reads it, whatever text it carries: at most
+    ``MAX_MESSAGE_LINES`` lines of at most ``MAX_MESSAGE_LINE`` characters, cut before
+    anything else (wrapping, the early page's scrub) works on it."""
+    lines = message[: MAX_MESSAGE_LINES * (MAX_MESSAGE_LINE + 1)].splitlines()
+    return "\n".join(
+        ln if len(ln) <= MAX_MESSAGE_LINE else ln[: MAX_MESSAGE_LINE - 3] + "..."
+        for ln in lines[:MAX_MESSAGE_LINES]
     )
 
 

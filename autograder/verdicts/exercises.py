@@ -12,7 +12,9 @@ module reads, from the instructor notebook only (never from a submission):
   ``Value.tanh``; a plain ``def grad_check`` is ``grad_check``);
 - the course's version of each target (the solution, markers dropped), which a later
   test can ask for (``gradekit.given``) so that a bug costs only the exercise that has
-  it.
+  it;
+- what each name its cells bind means to a hidden region: the exercise's, a module, or
+  neither (region_names.py).
 
 It runs in the grader and at ``generate`` (content/checks.py), on the same reading.
 """
@@ -26,7 +28,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import markers
+from .. import markers, region_names
+from ..region_names import NotebookNames
 from .api import Given
 
 
@@ -47,6 +50,8 @@ class CourseNotebook:
     path: str
     exercises: dict[str, Exercise] = field(default_factory=dict)
     code: dict[str, Given] = field(default_factory=dict)  # target -> the course's version
+    # What each name of its cells means to a hidden region (region_names.py).
+    names: NotebookNames = field(default_factory=NotebookNames)
 
     def given(self, target: str) -> Given:
         if target not in self.code:
@@ -133,7 +138,7 @@ def _segment(source: str, node: ast.AST) -> str:
 
 def read(nb: dict, path: str = "") -> CourseNotebook:
     """The exercises of an instructor notebook (a dict as JSON has it)."""
-    course = CourseNotebook(path)
+    course = CourseNotebook(path, names=region_names.read(nb.get("cells", [])))
     pending_solutions: list[int] = []
     pending_targets: list[str] = []
     for index, cell in enumerate(nb.get("cells", [])):

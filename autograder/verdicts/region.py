@@ -6,9 +6,13 @@ reference engine (``from refgrad import Value as Ref``) and the course's helpers
 (``from gradekit import rng, close, part, given, raises``). ``run`` executes it **here, in
 the grader**, never in the student's kernel:
 
-- every name the region reads and does not define is the notebook's: a stand-in
-  (``Remote``) that records what the test does with it (attributes, calls, operators,
-  items) as steps. Nothing is sent until the test needs a value;
+- every name the region reads and does not define is bound by what the instructor
+  notebook makes of it (region_names.py): the exercise's names (what its solution cells
+  and engine cell define, the classes and data its setup cells give) are stand-ins
+  (``Remote``) that record what the test does with them (attributes, calls, operators,
+  items) as steps, and nothing is sent until the test needs a value; modules (``math``,
+  ``np``) are the grader's own imports; any other name (the kit's ``check``, a helper of
+  the visible checks) is the author's mistake, which ``generate`` refuses;
 - when it does (an ``assert``, a comparison, ``float()``, ``len()``, a loop, a format),
   the probe replays every step so far in a forked copy of the kernel and answers with a
   snapshot of each step's result, taken right after the step ran (probe/script.py),
@@ -37,14 +41,29 @@ import ast
 import builtins
 import contextlib
 import functools
+import importlib
 import random
 import sys
 import types
 
+from .. import region_names
 from . import api
 from .api import Deferred, GradingFailure, Kernel, Verdict, failed_verdict, parts_failure
 from .exercises import CourseNotebook, is_pointer
-from .remote import ContentError, KernelError, Name, Opaque, Part, Remote, Run, Session, data_of
+from .remote import (
+    ContentError,
+    KernelError,
+    Name,
+    Opaque,
+    Part,
+    Remote,
+    Run,
+    Session,
+    TimeUp,
+    check_time,
+    data_of,
+    shown,
+)
 
 GRADEKIT = "gradekit"
 REFGRAD = "refgrad"
@@ -85,6 +104,9 @@ def _part(run: Run, name: str, *targets: str, given: tuple | list = ()):
         piece.failure = str(exc)
     except AssertionError as exc:
         piece.failure = _failure_text(exc, name)
+    except TimeUp as exc:
+        piece.failure = f"{name}: {exc}"
+        raise
     finally:
         run.session.closed = True
         run.session = outer
@@ -179,13 +201,13 @@ def _gradekit(run: Run) -> types.ModuleType:
 def _num(x) -> str:
     if isinstance(x, float):
         return f"{x:.6g}"
-    return repr(x)[:40]
+    return shown(x)[:40]
 
 
 def _failure_text(exc: BaseException, name: str) -> str:
     """One message: the exercise's name, the failing line, both sides."""
-    text = str(exc).strip() or "assert failed"
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    text = api.capped(str(exc).strip()) or "assert failed"
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()] or ["assert failed"]
     line = _failing_line(exc)
     if line and not isinstance(exc, KernelError):
         if lines[0].startswith("assert "):  # pytest's explanation: after the line itself
@@ -210,23 +232,6 @@ def _failing_line(exc: BaseException) -> str:
 _LINES: dict[str, list[str]] = {}
 
 
-def _free_names(tree: ast.AST) -> list[str]:
-    """Names the region reads and never binds, other than builtins: the notebook's."""
-    loaded, bound = [], set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded.append if isinstance(node.ctx, ast.Load) else bound.add)(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return [n for n in dict.fromkeys(loaded) if n not in bound and not hasattr(builtins, n)]
-
-
 @functools.lru_cache(maxsize=256)
 def compile_region(code: str, filename: str):
     """The region's code object, with pytest's assertion rewriting (both sides of a
@@ -240,10 +245,81 @@ def compile_region(code: str, filename: str):
         raise ContentError(
             f"the hidden test does not parse: line {exc.lineno}: {exc.msg}"
         ) from None
-    names = _free_names(tree)
+    names = tuple(region_names.free_names(tree))
+    tree = ast.fix_missing_locations(_Ticks().visit(tree))
     rewrite_asserts(tree, code.encode(), filename)
     _LINES[filename] = code.splitlines()
     return compile(tree, filename, "exec"), names
+
+
+TICK = "__grader_tick__"
+
+
+class _Ticks(ast.NodeTransformer):
+    """Every loop, comprehension and function of a region asks the clock first
+    (``check_time``): the grader's own work on the kernel's data (a loop over 100,000
+    items the student's code returned) ends with the test's time, like the kernel's."""
+
+    @staticmethod
+    def _tick() -> ast.stmt:
+        return ast.Expr(ast.Call(ast.Name(TICK, ast.Load()), [], []))
+
+    def _body(self, node):
+        self.generic_visit(node)
+        node.body.insert(0, self._tick())
+        return node
+
+    visit_For = visit_AsyncFor = visit_While = _body
+    visit_FunctionDef = visit_AsyncFunctionDef = _body
+
+    def visit_comprehension(self, node):
+        self.generic_visit(node)
+        node.ifs.insert(0, ast.Call(ast.Name(TICK, ast.Load()), [], []))
+        return node
+
+
+def _ticker(kernel: Kernel):
+    def tick() -> bool:
+        check_time(kernel)
+        return True
+
+    return tick
+
+
+# What an error of the region's own code is, once it has read the kernel's data: never the
+# student's when it is one of these (the region is wrong whatever the data).
+AUTHORS_ERRORS = (ImportError, NameError, SyntaxError, ContentError)
+
+
+def _bind(names, course, runner: Run) -> dict:
+    """The region's free names (region_names.py): the exercise's as stand-ins of the
+    student's objects, modules as the grader's own imports; any other is the author's
+    mistake (``generate`` refuses it)."""
+    known = course.names if course is not None else region_names.NotebookNames()
+    bound = {}
+    for name in names:
+        meaning = known.meaning(name)
+        if meaning.kind == region_names.EXERCISE:
+            bound[name] = Name(runner, name)
+        elif meaning.kind == region_names.MODULE:
+            bound[name] = _module(name, meaning)
+        else:
+            raise ContentError(f"the hidden test uses `{name}`, {meaning.why}")
+    return bound
+
+
+def _module(name: str, meaning) -> object:
+    """``import module`` or ``from module import attribute``, in the grader."""
+    try:
+        module = importlib.import_module(meaning.module)
+        if not meaning.attribute:
+            return module
+        try:
+            return getattr(module, meaning.attribute)
+        except AttributeError:
+            return importlib.import_module(f"{meaning.module}.{meaning.attribute}")
+    except ImportError as exc:
+        raise ContentError(f"`{name}`: the grader cannot import it ({exc})") from None
 
 
 def _explain(op, left, right):
@@ -251,9 +327,9 @@ def _explain(op, left, right):
     if op != "==":
         return None
     if isinstance(left, Remote) and not isinstance(right, Remote):
-        return f"got {left!r}, expected {right!r}"
+        return f"got {shown(left)}, expected {shown(right)}"
     if isinstance(right, Remote) and not isinstance(left, Remote):
-        return f"got {right!r}, expected {left!r}"
+        return f"got {shown(right)}, expected {shown(left)}"
     return None
 
 
@@ -266,8 +342,8 @@ def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
     code_object, names = compile_region(code, filename)
     runner = Run(kernel, course, name)
     kit = _gradekit(runner)
-    ns: dict = {"__name__": "__hidden_test__"}
-    ns.update({n: Name(runner, n) for n in names})
+    ns: dict = {"__name__": "__hidden_test__", TICK: _ticker(kernel)}
+    ns.update(_bind(names, course, runner))
 
     def importer(module, globals=None, locals=None, fromlist=(), level=0):
         if module == GRADEKIT:
@@ -288,12 +364,21 @@ def run(code: str, kernel: Kernel, course, name: str, grade_id: str) -> None:
         raise
     except AssertionError as exc:
         raise GradingFailure(_failure_text(exc, name)) from None
+    except TimeUp as exc:
+        raise GradingFailure(f"{name}: {exc}") from None
     except ContentError:
         raise
     except Exception as exc:
         line = _failing_line(exc)
-        where = f" (at `{line}`)" if line else ""
-        raise ContentError(f"{type(exc).__name__}: {exc}{where}") from None
+        where = f" (at `{line[:80]}`)" if line else ""
+        what = f"{type(exc).__name__}: {str(exc)[:120]}"
+        if runner.flushes and not isinstance(exc, AUTHORS_ERRORS):
+            # The test had read the kernel's data, and the course's solution passes it
+            # (generate): the data the student's code sent is what it cannot use.
+            raise GradingFailure(
+                f"{name}: the test could not use what your code sent: {what}{where}"
+            ) from None
+        raise ContentError(f"{what}{where}") from None
     finally:
         util._reprcompare = saved
     _credit(runner)

@@ -11,12 +11,15 @@ the student's. region.py runs hidden tests with them.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 
 from .api import Given, Kernel
 
 MAX_FLUSHES = 200  # round trips one hidden test may make
 MAX_STEPS = 20_000  # steps one session may record
+MAX_TEXT = 200  # characters of a step's text (the expression a message shows)
+MAX_SHOWN = 120  # characters of a kernel value's repr in a message
 
 
 class ContentError(Exception):
@@ -25,6 +28,42 @@ class ContentError(Exception):
 
 class KernelError(AssertionError):
     """The student's code raised in the kernel, or gave no value where one was needed."""
+
+
+class Exhausted(KernelError):
+    """The student's objects made the test need more steps or round trips than a test
+    may make (a container of 100,000 objects, one round trip each): the student's
+    failure. The course's own solution within the bounds is what ``generate`` checks."""
+
+
+class TimeUp(BaseException):  # not an error a hidden test may catch
+    """The time the grader gives this hidden test ran out (``Kernel.deadline``): the
+    kernel's answers, or the grader's work on the data they carried, took it all."""
+
+
+def check_time(kernel: Kernel) -> None:
+    """TimeUp once the hidden test's time is over (region.py calls it in every loop)."""
+    if kernel.out_of_time():
+        raise TimeUp(
+            f"the hidden test ran out of its {kernel.budget:.0f} s (the time left in the "
+            "notebook's limit): your code's answers, or the work on what they sent, took it all"
+        )
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 8, 8, 6
+_REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = _REPR.maxarray = 8
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def shown(value) -> str:
+    """A short, cut repr of a value the kernel sent (at most ``MAX_SHOWN`` characters),
+    computed without building the whole repr of a large value."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 
 class Opaque:
@@ -51,9 +90,14 @@ class Opaque:
 # ---- snapshots and arguments ------------------------------------------------------------
 
 
-def decode(x):
-    """A snapshot's plain data as Python values (the probe's script_data, reversed)."""
+def decode(x, frozen: bool = False):
+    """A snapshot's plain data as Python values (the probe's script_data, reversed). A
+    value inside a set or a dict's key is decoded hashable (``frozen``): a set there is
+    a frozenset, a numpy scalar a scalar; data that cannot be held there (a list, an
+    array) raises TypeError, which ``Session.value`` makes the student's failure."""
     if isinstance(x, list):
+        if frozen:
+            raise TypeError("a list inside a set or a dict's key")
         return [decode(v) for v in x]
     if isinstance(x, dict):
         if "o" in x:
@@ -61,13 +105,21 @@ def decode(x):
         if "a" in x:
             import numpy as np
 
-            return np.array(x["a"], dtype=float if x["shape"] else None).reshape(x["shape"])
+            array = np.array(x["a"], dtype=float if x["shape"] else None).reshape(x["shape"])
+            if not x["shape"]:
+                return array[()]  # a numpy scalar: hashable, compares as the 0-d array did
+            if frozen:
+                raise TypeError("an array inside a set or a dict's key")
+            return array
         if "t" in x:
-            return tuple(decode(v) for v in x["t"])
+            return tuple(decode(v, frozen) for v in x["t"])
         if "s" in x:
-            return {decode(v) for v in x["s"]}
+            items = [decode(v, True) for v in x["s"]]
+            return frozenset(items) if frozen else set(items)
         if "d" in x:
-            return {decode(k): decode(v) for k, v in x["d"]}
+            if frozen:
+                raise TypeError("a dict inside a set or a dict's key")
+            return {decode(k, True): decode(v) for k, v in x["d"]}
     return x
 
 
@@ -107,10 +159,15 @@ class Session:
         self.closed = False
 
     def add(self, step: list, text: str) -> Remote:
+        if len(text) > MAX_TEXT:  # an expression grown in a loop: its head says enough
+            text = text[: MAX_TEXT - 3] + "..."
         if self.closed:
             raise ContentError(f"`{text}` uses a value of a part that is over")
         if len(self.steps) >= MAX_STEPS:
-            raise ContentError(f"the hidden test made more than {MAX_STEPS} steps")
+            raise Exhausted(
+                f"the test stopped at {MAX_STEPS} steps: your objects made it need more "
+                f"(at `{text}`)"
+            )
         self.steps.append(step)
         self.texts.append(text)
         return Remote(self, len(self.steps) - 1, text)
@@ -125,10 +182,11 @@ class Session:
             return
         self.run.flushes += 1
         if self.run.flushes > MAX_FLUSHES:
-            raise ContentError(
-                f"the hidden test asked the kernel more than {MAX_FLUSHES} times; build "
-                "the cases first, then assert"
+            raise Exhausted(
+                f"the test stopped at {MAX_FLUSHES} answers from the kernel: your objects "
+                f"made it need more (at `{self.texts[-1]}`)"
             )
+        check_time(self.run.kernel)
         fresh = self.run.kernel.run("script", steps=self.steps, given=self.given, what=self.what)
         # A step the test has a snapshot of keeps it: the kernel replays every step for
         # each request, and what it sent first is what the test read (a value does not
@@ -143,11 +201,21 @@ class Session:
     def value(self, index: int):
         snap = self.snap(index)
         if "v" in snap:
-            return decode(snap["v"])
+            return self.decoded(index)
         if "o" in snap:
             return Opaque(snap["o"], snap["i"], snap["n"])
         self.seen.add(index if "e" in snap else snap["u"])
         raise KernelError(self.error_text(index))
+
+    def decoded(self, index: int):
+        """Step ``index``'s data as Python values; data the grader cannot hold (a set of
+        sets of lists, an array in a set) is the student's failure."""
+        try:
+            return decode(self.snaps[index]["v"])
+        except (TypeError, ValueError, RecursionError, MemoryError) as exc:
+            raise KernelError(
+                f"`{self.texts[index]}` gave data the grader cannot use ({exc})"
+            ) from None
 
     def error_text(self, index: int) -> str:
         snap = self.snaps[index]
@@ -191,12 +259,15 @@ def data_of(remote: Remote, why: str):
     return value
 
 
+DATA_ERRORS = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError, RecursionError)
+
+
 def _grader_side(fn: Callable, text: str):
     """Arithmetic here on the kernel's data: a TypeError is the student's (None + 1)."""
     try:
         return fn()
-    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
-        raise KernelError(f"`{text}`: {type(exc).__name__}: {exc}") from None
+    except DATA_ERRORS as exc:
+        raise KernelError(f"`{text}`: {type(exc).__name__}: {str(exc)[:MAX_SHOWN]}") from None
 
 
 class Remote:
@@ -369,7 +440,8 @@ class Remote:
         return _compare(self, other, lambda a, b: a >= b, ">=", ordered=True)
 
     def __hash__(self):
-        return hash(self._here()._value())
+        value = self._here()._value()
+        return _grader_side(lambda: hash(value), f"hash({self._text})")
 
     def __format__(self, spec: str) -> str:
         value = self._here()._value()
@@ -385,7 +457,10 @@ class Remote:
         if session is not None and self._known():
             snap = session.snaps[self._index]
             if "v" in snap:
-                return repr(decode(snap["v"]))
+                try:
+                    return shown(session.decoded(self._index))
+                except KernelError:
+                    return self._text
             if "o" in snap:
                 return f"<{snap['o']} object>"
         return self._text
@@ -454,7 +529,7 @@ def _compare(me: Remote, other, fn: Callable, op: str, ordered: bool = False):
 def _short(x) -> str:
     if isinstance(x, Remote):
         return x._text
-    text = repr(x)
+    text = shown(x)
     return text if len(text) <= 30 else text[:27] + "..."
 
 
@@ -475,7 +550,7 @@ class Name(Remote):
         return self._text
 
     def __hash__(self):
-        return hash(self._here()._value())
+        return Remote.__hash__(self)
 
 
 # ---- running a region --------------------------------------------------------------------
