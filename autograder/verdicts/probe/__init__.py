@@ -53,7 +53,7 @@ SET_PARTS = {  # a problem set's operations, and the prefix of their names
     "set_training.py": "st_",
     "set_arrays.py": "sa_",
 }
-PARTS = ("runtime.py", "engine.py", "nn.py", *SET_PARTS, "script.py")
+PARTS = ("runtime.py", "guard.py", "engine.py", "nn.py", *SET_PARTS, "script.py")
 
 
 @functools.cache
