@@ -12,8 +12,8 @@ and tries each with the client that speaks its protocol:
 - anything else: a raw connect: closed when refused, or when nothing but a TLS alert or
   silence comes back.
 
-``python hub_probe.py [INODE...]``: only the sockets with these inodes; without, every
-socket but the user's own. One JSON line per socket: kind, address, inode,
+``python hub_probe.py [INODE...]``: only the sockets with these inodes, in this order;
+without, every socket but the user's own. One JSON line per socket: kind, address, inode,
 protocol, served (bool), detail.
 """
 
@@ -207,12 +207,14 @@ def probe(entry: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    wanted = {int(a) for a in argv}
-    mine = set() if wanted else own_inodes()
-    for entry in tcp_listeners() + unix_listeners():
-        if entry["inode"] in mine or (wanted and entry["inode"] not in wanted):
-            continue
-        print(json.dumps(probe(entry)), flush=True)
+    wanted = [int(a) for a in argv]
+    every = {e["inode"]: e for e in tcp_listeners() + unix_listeners()}
+    if not wanted:
+        mine = own_inodes()
+        wanted = [inode for inode in every if inode not in mine]
+    for inode in wanted:  # in the order given
+        if inode in every:
+            print(json.dumps(probe(every[inode])), flush=True)
     return 0
 
 

@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from helpers import VENV_BIN
-from test_hub import processes_of, start_hub, stop  # the hub tests' own
+from test_hub import environment, processes_of, start_hub, stop  # the hub tests' own
 
 from autograder.hub import settings
 from autograder.hub.config import free_port
@@ -56,7 +55,7 @@ def write_plan(folder: Path, courses: list[Planned]) -> Path:
     ]
     path.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {free_port()}\nstate = "state"\n'
-        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
+        f'exchange_root = "exchange"\npython = "{environment(folder)}"\nstart_timeout = 180\n\n'
         '[authenticator]\nkind = "dummy"\npassword = "unused: tokens only"\n\n' + "\n".join(tables),
         encoding="utf-8",
     )
