@@ -619,7 +619,10 @@ def test_a_students_shell_finds_no_door_to_the_grader_during_grading(hub):
     assert len(cluster) >= 4, f"no grading cluster seen: {cluster}\n{hub.log.read_text()[-2000:]}"
     sockets = listening_inodes(hubs_processes(hub))  # the grader's first: it grades now
     order = sorted(sockets, key=lambda inode: psutil.Process(sockets[inode]).uids().real != grader)
-    probe = as_student(hub, "s2", "python", "-I", str(PROBE), *map(str, order), timeout=300)
+    paths = [f"/user/{u}/api/contents" for u in hub.users.values()]
+    paths += [f"/services/{c}/api/contents" for c in COURSES]
+    paths = [x for path in paths for x in ("--path", path)]
+    probe = as_student(hub, "s2", "python", "-I", str(PROBE), *paths, *map(str, order), timeout=300)
     assert probe.returncode == 0, probe.stderr[-3000:]
     tried = [json.loads(line) for line in probe.stdout.splitlines()]
     print(f"{len(tried)} sockets tried:", *(json.dumps(t) for t in tried), sep="\n")

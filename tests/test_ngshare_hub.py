@@ -383,13 +383,10 @@ def test_a_students_shell_finds_no_door_to_ngshare_the_hub_or_its_services(world
     tree = psutil.Process(hub.proc.pid).children(recursive=True)
     pids = {hub.proc.pid, *(p.pid for p in tree), *processes_of({u.uid for u in people})}
     sockets = listening_inodes(pids)
-    tried = [
-        json.loads(line)
-        for line in world.cleo.run("python", "-I", str(PROBE), *map(str, sockets)).stdout.split(
-            "\n"
-        )
-        if line
-    ]
+    api = urllib.parse.urlsplit(hub.ngshare_url).path  # ngshare's API, as a student calls it
+    paths = ["--path", f"{api}courses", "--path", f"{api}assignments/{course_id()}"]
+    said = world.cleo.run("python", "-I", str(PROBE), *paths, *map(str, sockets)).stdout
+    tried = [json.loads(line) for line in said.splitlines()]
     print(f"{len(tried)} sockets tried:", *(json.dumps(t) for t in tried), sep="\n")
     assert [t for t in tried if t["served"]] == [], tried
     ngshare = urllib.parse.urlsplit(hub.ngshare_url).port
