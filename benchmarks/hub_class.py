@@ -335,6 +335,7 @@ def one_class(n: int, args) -> dict:
             for proc in procs:
                 th.stop(proc)
             th.remove_users(list(hub.users.values()))
+            th.unmount_environment(root)
 
 
 def measure(hub: th.Hub, proc: subprocess.Popen, hub_start: float, n: int, args) -> dict:

@@ -12,8 +12,9 @@ and tries each with the client that speaks its protocol:
 - anything else: a raw connect: closed when refused, or when nothing but a TLS alert or
   silence comes back.
 
-``python hub_probe.py [--path PATH]... [INODE...]``: only the sockets with these inodes, in
-this order; without, every socket but the user's own. One JSON line per socket: kind,
+``python hub_probe.py [--path PATH]... [--socket PATH]... [INODE...]``: the unix sockets
+at these paths, then only the sockets with these inodes, in this order; without inodes,
+every socket but the user's own. One JSON line per socket: kind,
 address, inode, protocol, served (bool), detail.
 """
 
@@ -224,6 +225,13 @@ def main(argv: list[str]) -> int:
         at = argv.index("--path")
         PATHS.append(argv[at + 1])
         del argv[at : at + 2]
+    named = []  # sockets of another network namespace (a sandboxed kernel's): by path
+    while "--socket" in argv:
+        at = argv.index("--socket")
+        named.append({"kind": "unix", "address": argv[at + 1], "inode": 0, "path": argv[at + 1]})
+        del argv[at : at + 2]
+    for entry in named:
+        print(json.dumps(probe(entry)), flush=True)
     wanted = [int(a) for a in argv]
     every = {e["inode"]: e for e in tcp_listeners() + unix_listeners()}
     if not wanted:

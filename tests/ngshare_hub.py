@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from helpers import VENV_BIN
-from test_hub import environment, processes_of, start_hub, stop  # the hub tests' own
+from test_hub import (  # the hub tests' own
+    environment,
+    processes_of,
+    start_hub,
+    stop,
+    unmount_environment,
+)
 
 from autograder.hub import settings
 from autograder.hub.config import free_port
@@ -98,6 +104,7 @@ class NgshareHub:
         if self.proc is not None:
             stop(self.proc, wait=60)
             self.proc = None
+        unmount_environment(self.folder)
 
     def _wait(self) -> None:
         """Until the hub, ngshare and every course's watch service answer, and ngshare has

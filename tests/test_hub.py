@@ -158,19 +158,35 @@ def chown_tree(top: Path, user: str) -> None:
 
 def environment(root: Path) -> Path:
     """README's /srv/autograder: a checkout of this repository with its environment in
-    ``.venv`` (here the tests' own environment's folders, linked in: its packages are
-    this machine's), closed by README's CLOSE_COMMAND. Returns its python."""
+    ``.venv``, closed by README's CLOSE_COMMAND; returns its python. The environment is
+    the tests' own, bound there read-only (``mount --bind``: a real folder, as bubblewrap
+    needs it for grading kernels); ``unmount_environment`` undoes it, before the folder
+    is removed."""
     top = root / "srv" / "autograder"
     copy_course(top)
-    shared = Path(sys.prefix)
     venv = top / ".venv"
     venv.mkdir()
-    shutil.copy(shared / "pyvenv.cfg", venv / "pyvenv.cfg")
-    for entry in shared.iterdir():
-        if entry.is_dir() and entry.name not in ("lib64",):
-            (venv / entry.name).symlink_to(entry.resolve())
+    subprocess.run(["mount", "--bind", str(Path(sys.prefix).resolve()), str(venv)], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(venv)], check=True)
     subprocess.run(["sh", "-c", CLOSE_COMMAND], cwd=top, check=True)
     return venv / "bin" / "python"
+
+
+def unmount_environment(root: Path) -> None:
+    """Undo ``environment``'s mount (what removes ``root`` then cannot reach the tests'
+    environment; read-only, it could not delete it either)."""
+    venv = root / "srv" / "autograder" / ".venv"
+
+    def mounted() -> bool:  # a bind mount on the same filesystem: os.path.ismount misses it
+        return subprocess.run(["mountpoint", "-q", str(venv)]).returncode == 0
+
+    for _ in range(5):
+        if not mounted():
+            return
+        subprocess.run(["umount", str(venv)], capture_output=True)
+        if mounted():
+            subprocess.run(["umount", "--lazy", str(venv)], capture_output=True)
+    raise RuntimeError(f"{venv} is still mounted")
 
 
 def write_plan(root: Path, port: int, users: dict[str, str], python: Path) -> Path:
@@ -287,6 +303,7 @@ def hub() -> Iterator[Hub]:
         if proc is not None:
             stop(proc)
         remove_users(list(users.values()))
+        unmount_environment(root)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -575,6 +592,33 @@ def hubs_processes(hub: Hub) -> set[int]:
     return {hub.pid, *(p.pid for p in tree), *processes_of(uids)}
 
 
+def commands_of(uid: int) -> list[str]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.uids().real == uid:
+                found.append(" ".join(proc.cmdline())[:160])
+    return found
+
+
+def sandboxed_kernel_sockets(uid: int) -> list[str]:
+    """The unix sockets of the grading kernels ``uid`` runs under bubblewrap: in the ipc
+    folder its command binds (kernel/bwrap.py), in a network of the sandbox's own."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            argv = proc.cmdline()
+            if proc.uids().real == uid and Path(argv[0]).name == "bwrap":
+                for at, arg in enumerate(argv[:-2]):
+                    if arg == "--bind" and argv[at + 1].endswith("/ipc"):
+                        found += [str(p) for p in Path(argv[at + 1]).glob("kernel-*")]
+    return list(dict.fromkeys(found))  # bwrap in bwrap: each names the folder
+
+
 def test_a_students_shell_finds_no_door_to_the_grader_during_grading(hub):
     """s1 submits again (a changed notebook, so that it is graded); while the course's
     watch grades it, s2 tries every socket of the hub and its services with the probe."""
@@ -617,11 +661,19 @@ def test_a_students_shell_finds_no_door_to_the_grader_during_grading(hub):
                             cluster.add(c.laddr.port)
         time.sleep(0.2)
     assert len(cluster) >= 4, f"no grading cluster seen: {cluster}\n{hub.log.read_text()[-2000:]}"
+    kernels: list[str] = []  # the grading kernel's channels: its sandbox's own network
+    within = time.monotonic() + GRADING_SLEEP / 2
+    while time.monotonic() < within and not kernels:
+        kernels = sandboxed_kernel_sockets(grader)
+        time.sleep(0.2)
+    running = commands_of(grader)
+    print("the grader runs:", *running, sep="\n")
     sockets = listening_inodes(hubs_processes(hub))  # the grader's first: it grades now
     order = sorted(sockets, key=lambda inode: psutil.Process(sockets[inode]).uids().real != grader)
     paths = [f"/user/{u}/api/contents" for u in hub.users.values()]
     paths += [f"/services/{c}/api/contents" for c in COURSES]
     paths = [x for path in paths for x in ("--path", path)]
+    paths += [x for path in kernels for x in ("--socket", path)]
     probe = as_student(hub, "s2", "python", "-I", str(PROBE), *paths, *map(str, order), timeout=300)
     assert probe.returncode == 0, probe.stderr[-3000:]
     tried = [json.loads(line) for line in probe.stdout.splitlines()]
@@ -630,5 +682,7 @@ def test_a_students_shell_finds_no_door_to_the_grader_during_grading(hub):
     assert served == [], served
     ports = {int(t["address"].rsplit(":", 1)[1]) for t in tried if t["kind"] != "unix"}
     assert cluster & ports, (cluster, ports)  # the grading cluster's, tried while it ran
+    refused = {t["address"] for t in tried if "Permission denied" in t["detail"]}
+    assert kernels and set(kernels) <= refused, (kernels, running, tried)
     protocols = {t["protocol"] for t in tried}
     assert {"http", "dask"} <= protocols, tried  # the cluster's ports answered (refusing)

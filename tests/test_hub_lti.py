@@ -55,6 +55,7 @@ from test_hub import (  # the hub tests' own
     shot,
     start_hub,
     stop,
+    unmount_environment,
     useradd,
 )
 
@@ -233,6 +234,7 @@ def hub() -> Iterator[LTIHub]:
             stop(proc)
         lms.stop()
         remove_users(made)
+        unmount_environment(root)
         shutil.rmtree(root, ignore_errors=True)
 
 
