@@ -78,7 +78,7 @@ def write_plan(root: Path, port: int, users: dict[str, str], students: list[str]
     plan = root / "hub.toml"
     plan.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {port}\nstate = "state"\n'
-        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 900\n\n'
+        f'exchange_root = "exchange"\npython = "{th.environment(root)}"\nstart_timeout = 900\n\n'
         '[authenticator]\nkind = "pam"\n\n'
         f'[[courses]]\nid = "{COURSE}"\nfolder = "courses/{COURSE}"\n'
         f'grader = "{users["g1"]}"\ninstructors = ["{users["i1"]}"]\n'
@@ -335,6 +335,7 @@ def one_class(n: int, args) -> dict:
             for proc in procs:
                 th.stop(proc)
             th.remove_users(list(hub.users.values()))
+            th.unmount_environment(root)
 
 
 def measure(hub: th.Hub, proc: subprocess.Popen, hub_start: float, n: int, args) -> dict:

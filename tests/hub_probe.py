@@ -2,8 +2,8 @@
 listening socket on the machine (/proc/net/tcp, tcp6; /proc/net/unix, abstract ones too)
 and tries each with the client that speaks its protocol:
 
-- HTTP: ``GET /`` (redirects followed on the same port): closed when the answer is 401,
-  403 or 404, or a redirect to a login (the hub's login, its OAuth), never a page;
+- HTTP: ``GET`` of each of PATHS (redirects followed on the same port): closed when every
+  answer is 401, 403, 404 or 405, or a redirect to a login (the hub's, its OAuth);
 - Dask: ``distributed``'s own connect and an ``identity`` request: closed when refused
   (a TLS cluster refuses a client without its certificate);
 - ZeroMQ (a Jupyter kernel's channels): a ``kernel_info_request`` without the key on a
@@ -12,9 +12,10 @@ and tries each with the client that speaks its protocol:
 - anything else: a raw connect: closed when refused, or when nothing but a TLS alert or
   silence comes back.
 
-``python hub_probe.py [INODE...]``: only the sockets with these inodes; without, every
-socket but the user's own. One JSON line per socket: kind, address, inode,
-protocol, served (bool), detail.
+``python hub_probe.py [--path PATH]... [--socket PATH]... [INODE...]``: the unix sockets
+at these paths, then only the sockets with these inodes, in this order; without inodes,
+every socket but the user's own. One JSON line per socket: kind,
+address, inode, protocol, served (bool), detail.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ LISTEN = "0A"  # /proc/net/tcp's state for a listening socket
 ACCEPTS = 0x10000  # /proc/net/unix's flag for a listening socket (__SO_ACCEPTCON)
 ZMTP = b"\xff\x00\x00\x00\x00\x00\x00\x00"  # a ZeroMQ peer's greeting begins so
 LOGIN = re.compile(r"/login|oauth", re.I)
+# What a student would ask for: the root, JupyterHub's and the proxy's APIs, a Jupyter
+# server's; ``--path`` adds more (a classmate's server, a course's formgrader).
+PATHS = ["/", "/hub/api/users", "/api/routes", "/api/contents", "/api/kernels", "/api/status"]
 
 
 def own_inodes() -> set[int]:
@@ -111,20 +115,30 @@ def first_bytes(entry: dict, send: bytes = b"") -> bytes:
         return data
 
 
-def http(entry: dict, path: str = "/", hops: int = 4) -> tuple[bool, str]:
-    host = "localhost"
-    reply = first_bytes(entry, f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+def http_get(entry: dict, path: str, hops: int = 4) -> tuple[bool, str]:
+    reply = first_bytes(entry, f"GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
     head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1")
     status = int(head.split()[1]) if head.startswith("HTTP/") else 0
     location = re.search(r"^location:\s*(\S+)", head, re.I | re.M)
     where = location.group(1) if location else ""
-    if status in (401, 403, 404):
-        return False, f"HTTP {status}"
+    if status in (401, 403, 404, 405):
+        return False, f"{path} {status}"
     if 300 <= status < 400 and LOGIN.search(where):
-        return False, f"HTTP {status} to a login ({where[:60]})"
+        return False, f"{path} {status} to a login"
     if 300 <= status < 400 and hops and where.startswith("/"):
-        return http(entry, where, hops - 1)
-    return True, f"HTTP {status} {path} -> {where[:60]}"
+        return http_get(entry, where, hops - 1)
+    return True, f"{path} {status} -> {where[:60]}"
+
+
+def http(entry: dict) -> tuple[bool, str]:
+    """Every path of PATHS (and the ones given): served when any page is."""
+    said = []
+    for path in PATHS:
+        served, detail = http_get(entry, path)
+        if served:
+            return True, f"HTTP {detail}"
+        said.append(detail.split()[-1] if detail.endswith(("401", "403", "404", "405")) else detail)
+    return False, "HTTP " + ", ".join(sorted(set(said)))
 
 
 def dask(entry: dict) -> tuple[bool, str]:
@@ -207,12 +221,25 @@ def probe(entry: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    wanted = {int(a) for a in argv}
-    mine = set() if wanted else own_inodes()
-    for entry in tcp_listeners() + unix_listeners():
-        if entry["inode"] in mine or (wanted and entry["inode"] not in wanted):
-            continue
+    while "--path" in argv:
+        at = argv.index("--path")
+        PATHS.append(argv[at + 1])
+        del argv[at : at + 2]
+    named = []  # sockets of another network namespace (a sandboxed kernel's): by path
+    while "--socket" in argv:
+        at = argv.index("--socket")
+        named.append({"kind": "unix", "address": argv[at + 1], "inode": 0, "path": argv[at + 1]})
+        del argv[at : at + 2]
+    for entry in named:
         print(json.dumps(probe(entry)), flush=True)
+    wanted = [int(a) for a in argv]
+    every = {e["inode"]: e for e in tcp_listeners() + unix_listeners()}
+    if not wanted:
+        mine = own_inodes()
+        wanted = [inode for inode in every if inode not in mine]
+    for inode in wanted:  # in the order given
+        if inode in every:
+            print(json.dumps(probe(every[inode])), flush=True)
     return 0
 
 

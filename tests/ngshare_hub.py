@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +26,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from helpers import VENV_BIN
-from test_hub import processes_of, start_hub, stop  # the hub tests' own
+from test_hub import (  # the hub tests' own
+    environment,
+    processes_of,
+    start_hub,
+    stop,
+    unmount_environment,
+)
 
 from autograder.hub import settings
 from autograder.hub.config import free_port
@@ -56,7 +61,7 @@ def write_plan(folder: Path, courses: list[Planned]) -> Path:
     ]
     path.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {free_port()}\nstate = "state"\n'
-        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
+        f'exchange_root = "exchange"\npython = "{environment(folder)}"\nstart_timeout = 180\n\n'
         '[authenticator]\nkind = "dummy"\npassword = "unused: tokens only"\n\n' + "\n".join(tables),
         encoding="utf-8",
     )
@@ -99,6 +104,7 @@ class NgshareHub:
         if self.proc is not None:
             stop(self.proc, wait=60)
             self.proc = None
+        unmount_environment(self.folder)
 
     def _wait(self) -> None:
         """Until the hub, ngshare and every course's watch service answer, and ngshare has

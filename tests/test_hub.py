@@ -61,6 +61,10 @@ RELEASE_COMMANDS = (
     "nbgrader generate_assignment 01_value --force",
     "nbgrader release_assignment 01_value --force",
 )
+# In the environment's checkout (/srv/autograder): students reach .venv and nothing else.
+CLOSE_COMMAND = "chmod 0711 . && find . -mindepth 1 -maxdepth 1 ! -name .venv -exec chmod go= {} +"
+PROBE = Path(__file__).with_name("hub_probe.py")
+GRADING_SLEEP = 40  # s: the resubmitted notebook keeps its grading cluster up this long
 
 
 # ---- the hub: users, courses, plan, process ---------------------------------------------
@@ -74,6 +78,7 @@ class Hub:
     users: dict[str, str]  # role (g1, i1, s1, g2, i2, s2) -> unix user
     courses: dict[str, Path]  # course id -> folder
     log: Path
+    pid: int = 0  # the hub's process (JupyterHub, once the command has prepared)
 
     def grader_run(self, course: str, *argv: str) -> subprocess.CompletedProcess:
         """``argv`` as the course's grader in its folder (README's commands do this)."""
@@ -151,7 +156,40 @@ def chown_tree(top: Path, user: str) -> None:
     subprocess.run(["chown", "-R", f"{user}:{user}", str(top)], check=True)
 
 
-def write_plan(root: Path, port: int, users: dict[str, str]) -> Path:
+def environment(root: Path) -> Path:
+    """README's /srv/autograder: a checkout of this repository with its environment in
+    ``.venv``, closed by README's CLOSE_COMMAND; returns its python. The environment is
+    the tests' own, bound there read-only (``mount --bind``: a real folder, as bubblewrap
+    needs it for grading kernels); ``unmount_environment`` undoes it, before the folder
+    is removed."""
+    top = root / "srv" / "autograder"
+    copy_course(top)
+    venv = top / ".venv"
+    venv.mkdir()
+    subprocess.run(["mount", "--bind", str(Path(sys.prefix).resolve()), str(venv)], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(venv)], check=True)
+    subprocess.run(["sh", "-c", CLOSE_COMMAND], cwd=top, check=True)
+    return venv / "bin" / "python"
+
+
+def unmount_environment(root: Path) -> None:
+    """Undo ``environment``'s mount (what removes ``root`` then cannot reach the tests'
+    environment; read-only, it could not delete it either)."""
+    venv = root / "srv" / "autograder" / ".venv"
+
+    def mounted() -> bool:  # a bind mount on the same filesystem: os.path.ismount misses it
+        return subprocess.run(["mountpoint", "-q", str(venv)]).returncode == 0
+
+    for _ in range(5):
+        if not mounted():
+            return
+        subprocess.run(["umount", str(venv)], capture_output=True)
+        if mounted():
+            subprocess.run(["umount", "--lazy", str(venv)], capture_output=True)
+    raise RuntimeError(f"{venv} is still mounted")
+
+
+def write_plan(root: Path, port: int, users: dict[str, str], python: Path) -> Path:
     def course(n: int, course_id: str) -> str:
         return (
             f'[[courses]]\nid = "{course_id}"\nfolder = "courses/{course_id}"\n'
@@ -162,7 +200,7 @@ def write_plan(root: Path, port: int, users: dict[str, str]) -> Path:
     plan = root / "hub.toml"
     plan.write_text(
         f'[hub]\nip = "127.0.0.1"\nport = {port}\nstate = "state"\n'
-        f'exchange_root = "exchange"\npython = "{sys.executable}"\nstart_timeout = 180\n\n'
+        f'exchange_root = "exchange"\npython = "{python}"\nstart_timeout = 180\n\n'
         '[authenticator]\nkind = "pam"\n\n'
         f'[users]\nstudents = ["{users["s1"]}", "{users["s2"]}"]\n\n'
         + course(1, COURSES[0])
@@ -252,10 +290,10 @@ def hub() -> Iterator[Hub]:
             chown_tree(folder, users[f"g{n}"])
             courses[course_id] = folder
         port = free_port()
-        plan = write_plan(root, port, users)
+        plan = write_plan(root, port, users, environment(root))
         log = root / "hub.log"
         proc = start_hub(plan, log)
-        hub = Hub(root, f"http://127.0.0.1:{port}", password, users, courses, log)
+        hub = Hub(root, f"http://127.0.0.1:{port}", password, users, courses, log, proc.pid)
         wait_for_hub(hub, proc)
         for course in COURSES:  # README's commands, as the course's grader in its folder
             for line in RELEASE_COMMANDS:
@@ -265,6 +303,7 @@ def hub() -> Iterator[Hub]:
         if proc is not None:
             stop(proc)
         remove_users(list(users.values()))
+        unmount_environment(root)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -458,3 +497,192 @@ def test_the_hubs_own_files_are_roots_and_each_course_has_its_own_exchange(hub):
         assert folder.owner() == hub.users[f"g{n}"]
         assert (folder / "outbound" / A).is_dir()
         assert (hub.courses[course] / "nbgrader_config_hub.py").read_text().count(course) >= 1
+
+
+# ---- what a student's shell reaches -------------------------------------------------------
+
+
+def as_student(hub: Hub, role: str, *argv: str, **kwargs) -> subprocess.CompletedProcess:
+    """``argv`` run as ``role``'s unix user (setpriv --reuid/--regid --init-groups)."""
+    python = str(hub.root / "srv" / "autograder" / ".venv" / "bin" / "python")
+    env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    return subprocess.run(
+        [*runas.prefix(hub.users[role], python), *argv],
+        env={**env, **kwargs.pop("env", {})},
+        capture_output=True,
+        text=True,
+        timeout=kwargs.pop("timeout", 120),
+        **kwargs,
+    )
+
+
+def test_a_student_reads_no_answer_and_no_classmates_home(hub):
+    env = hub.root / "srv" / "autograder"
+    course = hub.courses[COURSES[0]]
+    closed = [
+        env / "solutions" / A / "value.ipynb",
+        env / "source" / A / "value.ipynb",
+        env / "source" / ".reference" / "refgrad" / "engine.py",
+        env / "tests" / "pasted_engines.py",
+        course / "source" / A / "value.ipynb",
+        course / "gradebook.db",
+        hub.home("s1") / COURSES[0] / "START-HERE.md",
+        hub.home("i1") / ".bashrc",
+    ]
+    for path in closed:
+        assert path.exists(), path
+        read = as_student(hub, "s2", "cat", str(path))
+        assert read.returncode != 0 and "Permission denied" in read.stderr, (path, read)
+    listing = as_student(hub, "s2", "ls", str(hub.home("s1")))
+    assert "Permission denied" in listing.stderr, listing
+    opened = as_student(hub, "s2", "cat", str(env / ".venv" / "pyvenv.cfg"))  # what it needs
+    assert opened.returncode == 0 and "home" in opened.stdout, opened
+    for role in ("s1", "s2", "i1"):
+        home = hub.home(role)
+        assert home.stat().st_mode & 0o077 == 0, role
+        inner = home / (COURSES[0] if role != "s2" else COURSES[1])
+        assert inner.stat().st_mode & 0o077 == 0, (role, oct(inner.stat().st_mode))
+
+
+def test_hub_check_names_a_planted_answer_and_an_open_home_one_line_each(hub):
+    env = hub.root / "srv" / "autograder"
+    plan = hub.root / "hub.toml"
+    command = [sys.executable, "-m", "autograder", "hub", "--plan", str(plan), "--check"]
+    clean = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and clean.stderr == "", clean.stderr
+    planted = env / "notes"
+    planted.mkdir(mode=0o755)
+    planted.chmod(0o755)
+    shutil.copy(SOLUTIONS / A / "value.ipynb", planted / "mine.ipynb")
+    (planted / "mine.ipynb").chmod(0o644)
+    home = hub.home("s2")
+    home.chmod(0o755)
+    try:
+        found = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(planted)
+        home.chmod(0o700)
+    assert found.returncode == 1, found
+    lines = found.stderr.splitlines()
+    assert lines == [
+        f"hub.toml: {hub.users['s2']}'s home {home} is open to others (0755): chmod 0700 {home}",
+        f"hub.toml: {planted / 'mine.ipynb'} is readable by students and holds an answer ({A})",
+    ], lines
+
+
+def listening_inodes(pids: set[int]) -> dict[int, int]:
+    """The sockets the processes ``pids`` hold: inode -> pid."""
+    found = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        found[int(target[8:-1])] = pid
+    return found
+
+
+def hubs_processes(hub: Hub) -> set[int]:
+    """The hub's processes, its services' and every hub user's (the graders' included)."""
+    import psutil
+
+    uids = {pwd.getpwnam(u).pw_uid for u in hub.users.values()}
+    tree = psutil.Process(hub.pid).children(recursive=True)
+    return {hub.pid, *(p.pid for p in tree), *processes_of(uids)}
+
+
+def commands_of(uid: int) -> list[str]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.uids().real == uid:
+                found.append(" ".join(proc.cmdline())[:160])
+    return found
+
+
+def sandboxed_kernel_sockets(uid: int) -> list[str]:
+    """The unix sockets of the grading kernels ``uid`` runs under bubblewrap: in the ipc
+    folder its command binds (kernel/bwrap.py), in a network of the sandbox's own."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            argv = proc.cmdline()
+            if proc.uids().real == uid and Path(argv[0]).name == "bwrap":
+                for at, arg in enumerate(argv[:-2]):
+                    if arg == "--bind" and argv[at + 1].endswith("/ipc"):
+                        found += [str(p) for p in Path(argv[at + 1]).glob("kernel-*")]
+    return list(dict.fromkeys(found))  # bwrap in bwrap: each names the folder
+
+
+def test_a_students_shell_finds_no_door_to_the_grader_during_grading(hub):
+    """s1 submits again (a changed notebook, so that it is graded); while the course's
+    watch grades it, s2 tries every socket of the hub and its services with the probe."""
+    import psutil
+
+    course = COURSES[0]
+    notebook = hub.home("s1") / course / A / "value.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source += f"\nimport time\ntime.sleep({GRADING_SLEEP})  # the cluster stays up"
+    nbformat.write(nb, notebook)
+    user = pwd.getpwnam(hub.users["s1"])
+    os.chown(notebook, user.pw_uid, user.pw_gid)
+    config = hub.root / "state" / "jupyter" / "student-filesystem"
+    submit = as_student(
+        hub,
+        "s1",
+        "nbgrader",
+        "submit",
+        A,
+        "--course",
+        course,
+        # the CLI, not the server: no hub token to ask for the groups with (it only checks)
+        "--Authenticator.plugin_class=nbgrader.auth.base.NoAuthPlugin",
+        cwd=hub.home("s1"),
+        env={"JUPYTER_CONFIG_PATH": str(config), "HOME": str(hub.home("s1"))},
+    )
+    assert submit.returncode == 0, submit.stderr[-2000:]
+    grader = pwd.getpwnam(hub.users["g1"]).pw_uid
+    deadline = time.monotonic() + FEEDBACK_WITHIN
+    cluster: set[int] = set()
+    # the formgrader's port, and the cluster's: its scheduler, a nanny and a worker
+    while time.monotonic() < deadline and len(cluster) < 4:
+        cluster = set()
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if proc.uids().real == grader:
+                    for c in proc.net_connections("tcp"):
+                        if c.status == psutil.CONN_LISTEN:
+                            cluster.add(c.laddr.port)
+        time.sleep(0.2)
+    assert len(cluster) >= 4, f"no grading cluster seen: {cluster}\n{hub.log.read_text()[-2000:]}"
+    kernels: list[str] = []  # the grading kernel's channels: its sandbox's own network
+    within = time.monotonic() + GRADING_SLEEP / 2
+    while time.monotonic() < within and not kernels:
+        kernels = sandboxed_kernel_sockets(grader)
+        time.sleep(0.2)
+    running = commands_of(grader)
+    print("the grader runs:", *running, sep="\n")
+    sockets = listening_inodes(hubs_processes(hub))  # the grader's first: it grades now
+    order = sorted(sockets, key=lambda inode: psutil.Process(sockets[inode]).uids().real != grader)
+    paths = [f"/user/{u}/api/contents" for u in hub.users.values()]
+    paths += [f"/services/{c}/api/contents" for c in COURSES]
+    paths = [x for path in paths for x in ("--path", path)]
+    paths += [x for path in kernels for x in ("--socket", path)]
+    probe = as_student(hub, "s2", "python", "-I", str(PROBE), *paths, *map(str, order), timeout=300)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    tried = [json.loads(line) for line in probe.stdout.splitlines()]
+    print(f"{len(tried)} sockets tried:", *(json.dumps(t) for t in tried), sep="\n")
+    served = [t for t in tried if t["served"]]
+    assert served == [], served
+    ports = {int(t["address"].rsplit(":", 1)[1]) for t in tried if t["kind"] != "unix"}
+    assert cluster & ports, (cluster, ports)  # the grading cluster's, tried while it ran
+    refused = {t["address"] for t in tried if "Permission denied" in t["detail"]}
+    assert kernels and set(kernels) <= refused, (kernels, running, tried)
+    protocols = {t["protocol"] for t in tried}
+    assert {"http", "dask"} <= protocols, tried  # the cluster's ports answered (refusing)

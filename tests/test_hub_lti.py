@@ -48,7 +48,16 @@ import pytest
 import requests
 from helpers import SOLUTIONS, ScratchCourse, notebook_path
 from lti_platform import LTIPlatform, new_key, private_pem
-from test_hub import chown_tree, remove_users, shot, start_hub, stop, useradd  # the hub tests' own
+from test_hub import (  # the hub tests' own
+    chown_tree,
+    environment,
+    remove_users,
+    shot,
+    start_hub,
+    stop,
+    unmount_environment,
+    useradd,
+)
 
 from autograder.hub import runas
 from autograder.hub.config import free_port
@@ -134,7 +143,7 @@ ip = "127.0.0.1"
 port = {port}
 state = "state"
 exchange_root = "exchange"
-python = "{sys.executable}"
+python = "{environment(root)}"
 start_timeout = 180
 
 [authenticator]
@@ -225,6 +234,7 @@ def hub() -> Iterator[LTIHub]:
             stop(proc)
         lms.stop()
         remove_users(made)
+        unmount_environment(root)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
-from test_hub import HUB_COMMAND, RELEASE_COMMANDS
+from test_hub import CLOSE_COMMAND, HUB_COMMAND, RELEASE_COMMANDS
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -31,7 +31,7 @@ def readme_section() -> str:
 
 def test_readme_shows_the_commands_the_hub_tests_run():
     section = readme_section()
-    for line in (HUB_COMMAND, *RELEASE_COMMANDS):
+    for line in (HUB_COMMAND, CLOSE_COMMAND, *RELEASE_COMMANDS):
         assert line in section, line
     assert "autograder/hub/example-hub.toml" in section
 

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,3 +368,26 @@ def test_one_courses_people_and_services_have_no_rights_in_anothers(world):
     for pid in ngshare_pids:  # the admin's token: root's process, closed to the grader
         said = grader.run("cat", f"/proc/{pid}/environ", check=False)
         assert said.returncode != 0 and "Permission denied" in said.stderr, said.stdout[:200]
+
+
+def test_a_students_shell_finds_no_door_to_ngshare_the_hub_or_its_services(world):
+    """The other course's student tries every socket of the hub, ngshare, the services and
+    the users' processes with tests/hub_probe.py (what each speaks: HTTP, Dask, ZeroMQ):
+    none serves without a token; ngshare's port is among them."""
+    import psutil
+    from test_hub import PROBE, listening_inodes, processes_of
+
+    hub = world.hub
+    assert hub.proc is not None
+    people = [world.grader, world.ada, world.bob, world.eve, world.mallory, world.cleo]
+    tree = psutil.Process(hub.proc.pid).children(recursive=True)
+    pids = {hub.proc.pid, *(p.pid for p in tree), *processes_of({u.uid for u in people})}
+    sockets = listening_inodes(pids)
+    api = urllib.parse.urlsplit(hub.ngshare_url).path  # ngshare's API, as a student calls it
+    paths = ["--path", f"{api}courses", "--path", f"{api}assignments/{course_id()}"]
+    said = world.cleo.run("python", "-I", str(PROBE), *paths, *map(str, sockets)).stdout
+    tried = [json.loads(line) for line in said.splitlines()]
+    print(f"{len(tried)} sockets tried:", *(json.dumps(t) for t in tried), sep="\n")
+    assert [t for t in tried if t["served"]] == [], tried
+    ngshare = urllib.parse.urlsplit(hub.ngshare_url).port
+    assert any(t["address"].endswith(f":{ngshare}") for t in tried), (ngshare, tried)

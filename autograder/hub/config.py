@@ -59,6 +59,24 @@ def as_user(plan: Plan, user: str, entry: dict) -> dict:
     return {**entry, "command": [*runas.prefix(user, python_of(plan)), *entry["command"]]}
 
 
+def runtime_folder(plan: Plan, user: str) -> Path:
+    """``<state>/run/<uid>/``, the user's alone (0700): their servers' Jupyter runtime
+    folder (connection files, and the unix sockets of their kernels' channels, whose
+    paths must stay under 108 bytes: a HOME's ~/.local/share/jupyter/runtime may not)."""
+    entry = pwd.getpwnam(user)
+    run = plan.state / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    run.chmod(0o711)
+    folder = run / str(entry.pw_uid)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if os.geteuid() == 0:  # the hub (root); a test of the settings may not be
+        os.chown(folder, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+    folder.chmod(0o700)
+    return folder
+
+
 def formgrader_service(plan: Plan, course: Course) -> dict:
     singleuser = str(Path(python_of(plan)).parent / "jupyterhub-singleuser")
     entry = {
@@ -70,6 +88,7 @@ def formgrader_service(plan: Plan, course: Course) -> dict:
             "PATH": bin_path(plan),
             "JUPYTER_CONFIG_PATH": str(settings.folder(plan, "grader")),
             "JUPYTERHUB_DEFAULT_URL": "/lab",
+            "JUPYTER_RUNTIME_DIR": str(runtime_folder(plan, course.grader)),
             "PYTHONUNBUFFERED": "1",
         },
         "oauth_no_confirm": True,
@@ -148,6 +167,7 @@ def pre_spawn_hook(plan: Plan):
         for course in courses:
             place_start_page(user, course)
         spawner.environment["JUPYTER_CONFIG_PATH"] = str(settings.user_folder(plan, user))
+        spawner.environment["JUPYTER_RUNTIME_DIR"] = str(runtime_folder(plan, user))
         if courses:
             spawner.default_url = f"/lab/tree/{courses[0].id}/{START_PAGE.name}"
 
