@@ -422,3 +422,31 @@ def autograder_cli(
     if codes is not None:
         assert proc.returncode in codes, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc
+
+
+def grade_in_kernel(nb, assignment: str, path: Path | None = None) -> dict:
+    """{grade_id: verdict} of ``nb`` graded by GuardedExecute in a real kernel, unsandboxed
+    (tests/test_sandbox.py covers the sandbox), as from ``path`` (the solution's by default);
+    ``nb`` keeps its outputs and metadata."""
+    from autograder.kernel.limits import Limits
+    from autograder.preprocessors.execute import GuardedExecute
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    path = path or notebook_path(SOLUTIONS, assignment)
+    ex = GuardedExecute(
+        config=Limits(sandbox="off").as_config(),
+        shutdown_kernel="immediate",
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    )
+    resources = {
+        "nbgrader": {"notebook": path.stem, "assignment": assignment},
+        "metadata": {"path": str(path.parent)},
+    }
+    ex.preprocess(nb, resources)
+    return {
+        grade_id(c): (c.metadata.get("autograder") or {}).get("verdict")
+        for c in nb.cells
+        if is_test_cell(c)
+    }

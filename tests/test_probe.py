@@ -6,10 +6,7 @@ import json
 
 import nbformat
 import pytest
-from helpers import SOLUTIONS, grade_id, is_test_cell, notebook_path
-
-from autograder.kernel.limits import Limits
-from autograder.preprocessors.execute import GuardedExecute
+from helpers import SOLUTIONS, grade_in_kernel, is_test_cell, notebook_path
 
 A = "01_value"
 # Names the probe defines for itself; a student may well use them for their own helpers.
@@ -27,25 +24,7 @@ def test_the_probe_keeps_to_a_namespace_of_its_own(tmp_path):
     )
     nb.cells.insert(first_test, nbformat.v4.new_code_cell(mine))
     nb.cells.append(nbformat.v4.new_code_cell(check))
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    ex = GuardedExecute(
-        config=Limits(sandbox="off").as_config(),
-        shutdown_kernel="immediate",
-        extra_arguments=["--HistoryManager.hist_file=:memory:"],
-    )
-    path = notebook_path(SOLUTIONS, A)
-    ex.preprocess(
-        nb,
-        {
-            "nbgrader": {"notebook": path.stem, "assignment": A},
-            "metadata": {"path": str(path.parent)},
-        },
-    )
-    verdicts = {
-        grade_id(c): c.metadata["autograder"]["verdict"] for c in nb.cells if is_test_cell(c)
-    }
+    verdicts = grade_in_kernel(nb, A)
     assert verdicts and all(v["passed"] for v in verdicts.values()), json.dumps(verdicts)
     last = nb.cells[-1].outputs
     # (one print may reach the notebook as two stream outputs when the machine is busy)

@@ -5,10 +5,7 @@ even in a notebook whose own code is the course's solution."""
 
 import nbformat
 import pytest
-from helpers import SOLUTIONS, is_test_cell, notebook_path
-
-from autograder.kernel.limits import Limits
-from autograder.preprocessors.execute import GuardedExecute
+from helpers import SOLUTIONS, grade_id, grade_in_kernel, is_test_cell, notebook_path
 
 A = "01_value"
 
@@ -72,38 +69,16 @@ ctypes.c_char.from_address(id(Value))
 }
 
 
-def grade(nb) -> dict:
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    ex = GuardedExecute(
-        config=Limits(sandbox="off").as_config(),
-        shutdown_kernel="immediate",
-        extra_arguments=["--HistoryManager.hist_file=:memory:"],
-    )
-    path = notebook_path(SOLUTIONS, A)
-    resources = {
-        "nbgrader": {"notebook": path.stem, "assignment": A},
-        "metadata": {"path": str(path.parent)},
-    }
-    ex.preprocess(nb, resources)
-    return {
-        i: c.metadata["autograder"]["verdict"]
-        for i, c in enumerate(nb.cells)
-        if is_test_cell(c) and "verdict" in c.metadata.get("autograder", {})
-    }
-
-
 @pytest.mark.slow  # real kernels
 @pytest.mark.parametrize("name", FORGERS)
 def test_a_forger_in_the_solution_takes_every_later_hidden_test_to_0(name):
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    tests = [i for i, c in enumerate(nb.cells) if is_test_cell(c)]
-    at = tests[0] + 1  # after the first test cell: that one keeps its points
-    nb.cells.insert(at, nbformat.v4.new_code_cell(FORGERS[name]))
-    verdicts = grade(nb)
-    assert verdicts[tests[0]]["passed"], verdicts[tests[0]]
-    later = {i: v for i, v in verdicts.items() if i > at}
+    ids = [grade_id(c) for c in nb.cells if is_test_cell(c)]
+    at = next(i for i, c in enumerate(nb.cells) if is_test_cell(c)) + 1
+    nb.cells.insert(at, nbformat.v4.new_code_cell(FORGERS[name]))  # the first keeps its points
+    verdicts = grade_in_kernel(nb, A)
+    assert verdicts[ids[0]]["passed"], verdicts[ids[0]]
+    later = {gid: v for gid, v in verdicts.items() if gid != ids[0]}
     assert later and not any(v["passed"] for v in later.values()), later
     texts = " ".join(str(v) for v in later.values())
     assert "reached into the grading code" in texts or "did not come from" in texts, texts
@@ -112,5 +87,5 @@ def test_a_forger_in_the_solution_takes_every_later_hidden_test_to_0(name):
 @pytest.mark.slow
 def test_the_solution_alone_keeps_full_marks_under_the_guard():
     nb = nbformat.read(notebook_path(SOLUTIONS, A), as_version=4)
-    verdicts = grade(nb)
+    verdicts = grade_in_kernel(nb, A)
     assert verdicts and all(v["passed"] for v in verdicts.values()), verdicts

@@ -28,15 +28,14 @@ from helpers import (
     SOURCE,
     course_notebook,
     grade_id,
+    grade_in_kernel,
     is_test_cell,
     lesson_path,
-    notebook_path,
     read,
     run_cells,
 )
 
-from autograder.kernel.limits import Limits
-from autograder.preprocessors.execute import RUNS, GuardedExecute
+from autograder.preprocessors.execute import RUNS
 from autograder.verdicts import answers, region
 from autograder.verdicts import api as verdicts
 from autograder.verdicts.probe import runtime
@@ -321,27 +320,7 @@ get_ipython().input_transformers_cleanup.append(_capture)
 
 
 def run_kernel(nb, assignment: str, path=None) -> dict:
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    path = path or notebook_path(SOLUTIONS, assignment)
-    ex = GuardedExecute(
-        config=Limits(sandbox="off").as_config(),
-        shutdown_kernel="immediate",
-        extra_arguments=["--HistoryManager.hist_file=:memory:"],
-    )
-    ex.preprocess(
-        nb,
-        {
-            "nbgrader": {"notebook": path.stem, "assignment": assignment},
-            "metadata": {"path": str(path.parent)},
-        },
-    )
-    return {
-        grade_id(c): (c.metadata.get("autograder") or {}).get("verdict")
-        for c in nb.cells
-        if is_test_cell(c)
-    }
+    return grade_in_kernel(nb, assignment, path)
 
 
 def reversed_tests(nb) -> nbformat.NotebookNode:
