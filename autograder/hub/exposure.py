@@ -173,6 +173,13 @@ def holds_answer(path: Path, regions: list[tuple[str, frozenset[str]]]) -> str |
     return None
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except OSError:  # gone meanwhile, or not ours to look at
+        return None
+
+
 def readable_answers(top: Path, reader: Reader, regions) -> list[str]:
     """What in ``top`` a student can reach and read that holds an answer."""
     found = []
@@ -180,9 +187,8 @@ def readable_answers(top: Path, reader: Reader, regions) -> list[str]:
         here = Path(folder)
         for name in sorted(subfolders):
             path = here / name
-            try:
-                st = path.lstat()
-            except OSError:
+            st = _lstat(path)
+            if st is None:
                 continue
             if name in SKIPPED or (name in PUBLIC and here == top) or stat.S_ISLNK(st.st_mode):
                 subfolders.remove(name)
@@ -193,11 +199,8 @@ def readable_answers(top: Path, reader: Reader, regions) -> list[str]:
                 found.append(f"{path} is readable by students ({ANSWER_FOLDERS[name]})")
         for name in sorted(files):
             path = here / name
-            try:
-                st = path.lstat()
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or not reader.can(st, 4):
+            st = _lstat(path)
+            if st is None or not stat.S_ISREG(st.st_mode) or not reader.can(st, 4):
                 continue
             if path.suffix not in SCANNED or st.st_size > MAX_BYTES:
                 continue
