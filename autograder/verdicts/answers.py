@@ -5,11 +5,14 @@ and what comes back is untrusted input, checked in two steps before any comparis
 it:
 
 1. ``open_reply``: the answer must be the probe's. The probe signs each answer in its
-   forked copy with a key it drew when it was loaded, before any student cell ran
-   (probe/runtime.py), over the request's nonce and the answer's bytes. An answer that
-   is not signed, signed wrongly, or one of several is not the probe's: the check scores
-   0 and the submission is flagged for review, since honest code never does that. Only
-   answers that can score nothing (a timeout, a crash, an error) may come unsigned.
+   forked copy with a key it drew when it was loaded, before any student cell ran (kept
+   in its audit hook, probe/guard.py), over the request's nonce, the digest of the
+   request it received and the answer's bytes. An answer that is not signed, signed
+   wrongly, to another request, or one of several is not the probe's: the check scores
+   0 and the submission is flagged for review, since honest code never does that; an
+   answer that says the guard recorded an attempt on the probe (``tampering``) scores 0
+   and is flagged too. Only answers that can score nothing (a timeout, a crash, an
+   error) may come unsigned.
 2. ``problem``: the answer must be complete, with the shape the probe gives for the
    request: one entry per item asked for, every key present and no other, exact types
    and lengths. A missing node, gradient or order entry is a wrong answer, never

@@ -18,7 +18,9 @@ prints) ends with that copy, and the kernel itself is left as it was. A request 
 earlier exercise, so that a test grades one exercise and not the ones it builds on. The
 grader sends it only once that exercise's own checks are done (``verdicts.Deferred``).
 
-- ``runtime.py``: running a request, plain values, graphs of Values;
+- ``runtime.py``: loading, running a request, plain values, graphs of Values;
+- ``guard.py``: the audit hook that is the probe's only entry and keeps its key, and what
+  no student code may do (frames, gc, tracing, ctypes, signal handlers...);
 - ``engine.py``: operations for lessons 1 to 3 and the quizzes;
 - ``nn.py``: operations for lessons 5 and 5b (modules; losses, training);
 - ``set_gradients.py``, ``set_training.py``, ``set_arrays.py``: the problem sets' (their
