@@ -62,6 +62,14 @@ Value.__add__ = _add
 import signal, os
 signal.signal(signal.SIGINT, lambda sig, frame: frame.f_back)
 """,
+    "a generator's own frame, kept for a later step": """
+import inspect
+def _frames():
+    while True:
+        yield inspect.currentframe()
+_gen = _frames()
+_frame = next(_gen)  # later, inside a step, _frame.f_back would be the probe's
+""",
     "raw memory through ctypes": """
 import ctypes
 ctypes.c_char.from_address(id(Value))

@@ -209,17 +209,16 @@ def set_traps() -> list[str]:
     entry.borrowed = called
     walks = course_walks()
     mine = (globals(), graph_nodes.__globals__)  # one namespace once loaded in a kernel
-    with privileged():
-        objects = gc.get_objects()
-    for obj in objects:
-        if not isinstance(obj, types.FunctionType) or any(obj.__globals__ is g for g in mine):
-            continue  # the probe's own walk is coursekit's too
-        name = walks.get(obj.__code__.co_code)
-        if name is None and obj.__code__.co_filename.endswith("coursekit.py"):
-            name = obj.__name__ if obj.__name__ in BORROWABLE else None
-        if name is not None:
-            with contextlib.suppress(ValueError):  # a copy made into a closure: left
-                obj.__code__ = TRAPS[name]
+    with privileged():  # no student code runs here (type(), not isinstance: no __class__)
+        for obj in gc.get_objects():
+            if type(obj) is not types.FunctionType or any(obj.__globals__ is g for g in mine):
+                continue  # the probe's own walk is coursekit's too
+            name = walks.get(obj.__code__.co_code)
+            if name is None and obj.__code__.co_filename.endswith("coursekit.py"):
+                name = obj.__name__ if obj.__name__ in BORROWABLE else None
+            if name is not None:
+                with contextlib.suppress(ValueError):  # a copy made into a closure: left
+                    obj.__code__ = TRAPS[name]
     return called
 
 

@@ -267,8 +267,6 @@ def guard(key: bytes, codes: frozenset[int]):  # noqa: C901 (closures of one hoo
         who, frame = asker()
         if who == "probe" and thread_id() in PRIVILEGED:
             return None
-        if who == "probe" and event == "object.__getattr__" and args[1:] and args[1] in CODE_ATTRS:
-            return None  # the probe reads code (its traps), never a student
         if event in ALWAYS:
             return ALWAYS[event], frame, who
         if event.startswith("ctypes."):
