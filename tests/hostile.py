@@ -309,7 +309,7 @@ def hand_in_broken(course: ScratchCourse, pidfile: Path) -> set[str]:
     hand_in("long_sleep", with_cell(solution, "import time\ntime.sleep(3600)"))
     hand_in("sys_exit", with_cell(solution, "import sys\nsys.exit(3)"))
     hand_in("os_exit", with_cell(solution, "import os\nos._exit(1)"))
-    hand_in("segfault", with_cell(solution, "import ctypes\nctypes.string_at(0)"))
+    hand_in("segfault", with_cell(solution, "import faulthandler\nfaulthandler._sigsegv()"))
     hand_in("huge_alloc", with_cell(solution, "x = bytearray(40 * 1024**3)"))
     hand_in("prints_millions", with_cell(solution, "for i in range(3_000_000):\n    print(i)"))
     hand_in(

@@ -623,11 +623,19 @@ def test_flags_for_review_reach_the_record_the_table_and_grades_csv(graded_class
         "cell 5, line 7: mentions refgrad: the grader's code or files",
         "cell 6, line 3: calls gc.get_objects: introspection of the process",
     ]
-    assert rows["evil"]["review"] == "; ".join(reasons)
+    # gc.get_objects also reaches the probe (its tables, its key's frames): the probe's
+    # guard refuses it, and every hidden test after it scores 0 and is flagged.
+    review = rows["evil"]["review"].split("; ")
+    assert review[:3] == reasons, review
+    guard = review[3:]
+    assert guard and all(
+        "reached into the grading code" in r and "gc.get_objects" in r for r in guard
+    ), guard
     assert f"flagged for review: {'; '.join(reasons)}" in rows["evil"]["note"]
-    assert rows["evil"]["problem"] == "no" and rows["evil"]["score"] == rows["correct"]["score"]
+    assert rows["evil"]["problem"] == "no" and float(rows["evil"]["score"]) == 0.0
+    assert float(rows["correct"]["score"]) > 0
     record = json.loads((root / "autograded" / "evil" / A / ".autograder.json").read_text())
-    assert record["review"] == reasons and not record["problem"]
+    assert record["review"][:3] == reasons and not record["problem"]
     assert "flagged for review: cell 5, line 7: mentions load_grader" in (
         graded_class["grade"].stdout
     )
