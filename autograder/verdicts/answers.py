@@ -47,11 +47,12 @@ def sign(key: bytes, nonce: str, request_text: str, text: str) -> str:
 def seal(key: bytes, nonce: str, text: str) -> str:
     """Course code for one request, unreadable to anything in the kernel but the probe
     (probe/runtime.py: ``unseal``): hex of the text XORed with HMAC-SHA256 blocks."""
-    data, out = text.encode(), bytearray()
-    for block in range(0, len(data), 32):
-        pad = hmac.digest(key, f"{nonce}:seal:{block}".encode(), "sha256")
-        out += bytes(a ^ b for a, b in zip(data[block : block + 32], pad))
-    return out.hex()
+    data = text.encode()
+    pad = b"".join(
+        hmac.digest(key, f"{nonce}:seal:{i}".encode(), "sha256") for i in range(0, len(data), 32)
+    )
+    mixed = int.from_bytes(data, "big") ^ int.from_bytes(pad[: len(data)], "big")
+    return mixed.to_bytes(len(data), "big").hex()
 
 
 def request_text(key: bytes | None, request: dict) -> str:

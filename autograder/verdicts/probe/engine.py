@@ -10,6 +10,7 @@ import sys
 import types
 
 from .runtime import (
+    IDENT,
     OPERATIONS,
     StepFailed,
     build,
@@ -77,12 +78,12 @@ def structure(nodes: list) -> dict:
     keeps there (``prev``: a type name, or None when it has no ``_prev``). The grader
     compares this with the program it drew, before it reads a slip into the numbers."""
     try:
-        walked = {id(n) for n in graph_nodes(nodes[-1])}
+        walked = {IDENT(n) for n in graph_nodes(nodes[-1])}
         prev = getattr(nodes[-1], "_prev", _MISSING)
     except Exception:  # a _prev that raises when read: the walk reaches nothing
         walked, prev = set(), _MISSING
     return {
-        "reached": [id(n) in walked for n in nodes],
+        "reached": [IDENT(n) in walked for n in nodes],
         "prev": None if prev is _MISSING else type(prev).__name__[:40],
     }
 
@@ -111,22 +112,22 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
             _label(nodes[i], label)
         root = nodes[-1]
         graph = graph_nodes(root)
-        where = {id(n): i for i, n in enumerate(graph)}
+        where = {IDENT(n): i for i, n in enumerate(graph)}
         for node in nodes:  # the program's own nodes, whatever _prev says
-            if id(node) not in where:
-                where[id(node)] = len(graph)
+            if IDENT(node) not in where:
+                where[IDENT(node)] = len(graph)
                 graph.append(node)
-        program_index = {id(n): i for i, n in enumerate(nodes)}
+        program_index = {IDENT(n): i for i, n in enumerate(nodes)}
         entry = {
             "nodes": [
                 [
-                    program_index.get(id(n)),
+                    program_index.get(IDENT(n)),
                     data_of(n),
-                    [where[id(p)] for p in _parents(n) if id(p) in where],
+                    [where[IDENT(p)] for p in _parents(n) if IDENT(p) in where],
                 ]
                 for n in graph
             ],
-            "program": [where[id(n)] for n in nodes],
+            "program": [where[IDENT(n)] for n in nodes],
         }
         out.append(entry)
         try:
@@ -141,10 +142,10 @@ def op_order(ns, value: str, function: str, programs: list[dict]) -> list:
             out[-1] = failure("call", exc)
             continue
         if isinstance(order, (list, tuple)):
-            entry["order"] = [where.get(id(n), -1) for n in order]
-            entry["strangers"] = [short_repr(data_of(n), 30) for n in order if id(n) not in where][
-                :3
-            ]
+            entry["order"] = [where.get(IDENT(n), -1) for n in order]
+            entry["strangers"] = [
+                short_repr(data_of(n), 30) for n in order if IDENT(n) not in where
+            ][:3]
         else:
             entry["returned"] = type(order).__name__
     return out
@@ -271,8 +272,8 @@ def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
             _label(node, program["labels"][i])
         root = nodes[-1]
         graph = graph_nodes(root)
-        seen = {id(n) for n in graph}
-        graph += [n for n in nodes if id(n) not in seen]  # whatever _prev says
+        seen = {IDENT(n) for n in graph}
+        graph += [n for n in nodes if IDENT(n) not in seen]  # whatever _prev says
         before = [data_of(n) for n in graph]
         for i, node in enumerate(graph):
             node.grad = 1.0 + i
@@ -281,7 +282,7 @@ def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
         except Exception as exc:
             out.append(failure("call", exc))
             continue
-        program_index = {id(n): i for i, n in enumerate(nodes)}
+        program_index = {IDENT(n): i for i, n in enumerate(nodes)}
         out.append(
             {
                 "nodes": [
@@ -291,7 +292,7 @@ def op_zero_grad(ns, value: str, function: str, programs: list[dict]) -> list:
                         "grad": grad_of(n),
                         "leaf": not _parents(n),
                         "root": n is root,
-                        "index": program_index.get(id(n)),
+                        "index": program_index.get(IDENT(n)),
                     }
                     for b, n in zip(before, graph)
                 ]

@@ -262,45 +262,57 @@ def guard(key: bytes, codes: frozenset[int]):  # noqa: C901 (closures of one hoo
         place = f"In [{number}]" if isinstance(number, int) else "a file of the submission"
         return f"{place}, line {line}"
 
-    def judge(event: str, args: tuple):  # noqa: C901 (one rule per kind of event)
-        """None (allowed) or what the event would reach."""
+    def grader_code(code) -> bool:
+        return IDENT(code) in codes or getattr(code, "co_filename", None) == COURSE_FILE
+
+    def at_stake(event: str, args: tuple):
+        """What the event would reach, decided from its arguments alone (cheap: most
+        events are the kernel's own imports, files and compilations, let through here);
+        None when it reaches nothing."""
+        if event in ALWAYS:
+            return ALWAYS[event]
+        if event.startswith("ctypes."):
+            return "raw memory (ctypes)"
+        if event == "import":
+            return "raw memory (ctypes)" if args and args[0] in NO_IMPORT else None
+        if event == "open":
+            return "the process's memory" if args and _proc_memory(args[0]) else None
+        if event in ("compile", "code.__new__"):
+            name = args[1] if len(args) > 1 else None
+            return "code dressed as the grader's" if name in (PROBE_FILE, COURSE_FILE) else None
+        if event == "function.__new__":
+            return "the grader's code" if args and grader_code(args[0]) else None
+        if event == "marshal.loads":
+            return "code from bytes"
+        if event == "sys._getframe":
+            return "a frame of the running code"
+        if event == "object.__getattr__" and len(args) == 2:
+            if args[1] in CODE_ATTRS:
+                return "the grader's code" if grader_code(getattr(args[0], args[1], None)) else None
+            if args[1] in FRAME_ATTRS:
+                return "a frame of the running code"
+        return None
+
+    def judge(event: str, args: tuple):
+        """None (allowed) or (what the event would reach, the asking frame, who asked)."""
+        what = at_stake(event, args)
+        if what is None:
+            return None
         who, frame = asker()
         if who == "probe" and thread_id() in PRIVILEGED:
             return None
-        if event in ALWAYS:
-            return ALWAYS[event], frame, who
-        if event.startswith("ctypes."):
-            return "raw memory (ctypes)", frame, who
-        if event == "import":
-            return ("raw memory (ctypes)", frame, who) if args[0] in NO_IMPORT else None
-        if event == "open":
-            return ("the process's memory", frame, who) if _proc_memory(args[0]) else None
-        if event in ("compile", "code.__new__"):
-            name = args[1] if len(args) > 1 else None
-            if name in (PROBE_FILE, COURSE_FILE) and who != "probe":
-                return "code dressed as the grader's", frame, who
-            return None
-        if event == "function.__new__":
-            code = args[0]
-            if IDENT(code) in codes or getattr(code, "co_filename", None) == COURSE_FILE:
-                return "the grader's code", frame, who
-            return None
-        if event == "marshal.loads":
-            return None if who in ("library", "probe") else ("code from bytes", frame, who)
+        if event == "marshal.loads" and who in ("library", "probe"):
+            return None  # importlib loading a module's cached bytecode
+        if event in ("compile", "code.__new__") and who == "probe":
+            return None  # the probe compiling course code for a request (attach)
+        if what != "a frame of the running code":
+            return what, frame, who
         if event == "sys._getframe":
             found = args[0] if args else None
-        elif event == "object.__getattr__" and len(args) == 2 and args[1] in CODE_ATTRS:
-            code = getattr(args[0], args[1], None)
-            if IDENT(code) in codes or getattr(code, "co_filename", None) == COURSE_FILE:
-                return "the grader's code", frame, who
-            return None
-        elif event == "object.__getattr__" and len(args) == 2 and args[1] in FRAME_ATTRS:
-            target = args[0]
-            found = target if args[1] == "f_code" else getattr(target, args[1], None)
         else:
-            return None
-        if who == "student" or who == "nobody" or reaches_probe(found):
-            return "a frame of the running code", frame, who
+            found = args[0] if args[1] == "f_code" else getattr(args[0], args[1], None)
+        if who in ("student", "nobody") or reaches_probe(found):
+            return what, frame, who
         return None
 
     def hook(event: str, args: tuple) -> None:

@@ -7,7 +7,17 @@ from __future__ import annotations
 import contextlib
 import io
 
-from .runtime import OPERATIONS, data_of, error_text, failure, grad_of, lookup, plain, short_repr
+from .runtime import (
+    IDENT,
+    OPERATIONS,
+    data_of,
+    error_text,
+    failure,
+    grad_of,
+    lookup,
+    plain,
+    short_repr,
+)
 
 
 def op_module_base(ns, value: str, module: str) -> dict:
@@ -69,13 +79,13 @@ def op_module(
         "not_values": [
             short_repr(p) for p in params if not (hasattr(p, "data") and hasattr(p, "grad"))
         ][:1],
-        "unique": len({id(p) for p in params}) == len(params),
+        "unique": len({IDENT(p) for p in params}) == len(params),
     }
     if layout is not None:  # each parameter's place in the layout (-1: not in it)
         try:
             expected = _flatten([eval(expr, {"m": module}) for expr in layout])
-            where = {id(p): i for i, p in enumerate(expected)}
-            info["layout"] = [where.get(id(p), -1) for p in params]
+            where = {IDENT(p): i for i, p in enumerate(expected)}
+            info["layout"] = [where.get(IDENT(p), -1) for p in params]
         except Exception:
             info["layout"] = None
     if info["not_values"] or not info["unique"] or len(params) != len(weights):

@@ -103,7 +103,9 @@ SIGN = _hmac()
 SHA256 = hashlib.sha256
 ENCODE, DECODE = _codec()
 PUBLISH = USER_NS = SHELL = None  # the display publisher's publish, the namespace, the shell
-GETFRAME, AUDIT, IDENT = sys._getframe, sys.audit, id
+GETFRAME = sys._getframe
+# Identity without an audit event (id() raises one, and each event costs the guard a call).
+IDENT = object.__hash__
 
 
 def signed(key: bytes, nonce: str, request_text: str, text: str) -> str:
@@ -114,14 +116,12 @@ def signed(key: bytes, nonce: str, request_text: str, text: str) -> str:
 
 def unseal(key: bytes, nonce: str, sealed: str) -> str:
     """Course code the grader sealed for this request (answers.seal): hex of the text
-    XORed with HMAC-SHA256(key, nonce:block) blocks, so that it never crosses the kernel
-    in the clear."""
+    XORed with HMAC-SHA256(key, nonce:seal:block) blocks, so that it never crosses the
+    kernel in the clear."""
     data = bytes.fromhex(sealed)
-    out = bytearray()
-    for block in range(0, len(data), 32):
-        pad = SIGN(key, f"{nonce}:seal:{block}".encode())
-        out += bytes(a ^ b for a, b in zip(data[block : block + 32], pad))
-    return out.decode()
+    pad = b"".join(SIGN(key, f"{nonce}:seal:{i}".encode()) for i in range(0, len(data), 32))
+    mixed = int.from_bytes(data, "big") ^ int.from_bytes(pad[: len(data)], "big")
+    return mixed.to_bytes(len(data), "big").decode()
 
 
 def _frozen(module: types.ModuleType) -> types.SimpleNamespace:
@@ -373,11 +373,11 @@ def graph_nodes(root) -> list:
         node, parents_done = stack.pop()
         if parents_done:
             order.append(node)
-        elif id(node) not in seen:
-            seen.add(id(node))
+        elif IDENT(node) not in seen:
+            seen.add(IDENT(node))
             stack.append((node, True))
             for parent in getattr(node, "_prev", ()) or ():
-                if id(parent) not in seen:
+                if IDENT(parent) not in seen:
                     stack.append((parent, False))
     return order
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 import sys
 
-from .runtime import OPERATIONS, error_text, lookup
+from .runtime import IDENT, OPERATIONS, error_text, lookup
 
 SCRIPT_BINARY = {
     "+": operator.add,
@@ -103,7 +103,7 @@ def script_data(x, budget: list, depth: int = 0, idents: dict | None = None):
         return {"a": np.ndarray.tolist(np.asarray(x)), "shape": list(np.shape(x))}
     if idents is not None and depth > 0:
         budget[1] = False
-        return {"o": t.__name__[:60], "i": idents.setdefault(id(x), len(idents)), "n": None}
+        return {"o": t.__name__[:60], "i": idents.setdefault(IDENT(x), len(idents)), "n": None}
     raise ScriptNotData(t.__name__)
 
 
@@ -211,7 +211,7 @@ def op_script(ns, steps: list) -> list:
         try:
             snaps.append({"v": script_data(value, [SCRIPT_MAX_ITEMS, True], 0, idents)})
         except ScriptNotData:
-            first = idents.setdefault(id(value), len(idents))
+            first = idents.setdefault(IDENT(value), len(idents))
             try:
                 n = len(value) if type(value) in (list, tuple, dict, set, frozenset) else None
             except BaseException:
